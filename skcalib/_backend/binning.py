@@ -1,0 +1,92 @@
+"""Histogram-binned calibration statistics (the classic ECE family)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def uniform_edges(n_bins):
+    return np.linspace(0.0, 1.0, n_bins + 1)
+
+
+def quantile_edges(s, w, n_bins, unweighted):
+    """Bin edges at the (weighted) quantiles of the scores.
+
+    Unweighted data use linear interpolation between order statistics (numpy's
+    default, as in ``sklearn.calibration.calibration_curve``); weighted data use
+    the inverse of the weighted empirical cdf.
+    """
+    q = np.linspace(0.0, 1.0, n_bins + 1)
+    if unweighted:
+        return np.percentile(s, 100 * q)
+    return np.quantile(s, q, weights=w, method="inverted_cdf")
+
+
+def assign_bins(s, edges):
+    """Bin index of each score; bins are ``[e_k, e_k+1)`` and the last is closed.
+
+    A score equal to the right edge of the last bin (e.g. exactly 1.0) lands in
+    the last bin, not in an extra one.
+    """
+    return np.searchsorted(edges[1:-1], s, side="right")
+
+
+@dataclass
+class BinTable:
+    """Per-bin sums for non-empty bins."""
+
+    edges: np.ndarray  # (n_bins + 1,)
+    index: np.ndarray  # bin numbers of the non-empty bins
+    weight: np.ndarray  # sum w
+    weight_sq: np.ndarray  # sum w^2
+    mean_label: np.ndarray  # weighted mean of y
+    mean_score: np.ndarray  # weighted mean of s
+    count: np.ndarray  # number of samples
+
+
+def bin_table(y, s, w, edges):
+    n_bins = edges.shape[0] - 1
+    b = assign_bins(s, edges)
+    sw = np.bincount(b, weights=w, minlength=n_bins)
+    sw2 = np.bincount(b, weights=w * w, minlength=n_bins)
+    swy = np.bincount(b, weights=w * y, minlength=n_bins)
+    sws = np.bincount(b, weights=w * s, minlength=n_bins)
+    cnt = np.bincount(b, minlength=n_bins)
+    keep = sw > 0
+    return BinTable(
+        edges=edges,
+        index=np.flatnonzero(keep),
+        weight=sw[keep],
+        weight_sq=sw2[keep],
+        mean_label=swy[keep] / sw[keep],
+        mean_score=sws[keep] / sw[keep],
+        count=cnt[keep],
+    )
+
+
+def binned_error(table, norm, debias):
+    """ECE (``"l1"``), RMSCE (``"l2"``) or MCE (``"max"``) from a :class:`BinTable`.
+
+    With ``debias`` (L2 only) each bin's squared gap is reduced by the variance
+    of its mean label, ``ybar (1 - ybar) / (n_eff - 1)`` with the effective size
+    ``n_eff = (sum w)^2 / sum w^2`` (Kumar, Liang & Ma, 2019). The debiased
+    *squared* error is unbiased and can be negative; bins with ``n_eff <= 1``
+    carry no variance information and are left undebiased.
+    """
+    p = table.weight / table.weight.sum()
+    gap = table.mean_label - table.mean_score
+    if norm == "l1":
+        return float(np.sum(p * np.abs(gap)))
+    if norm == "max":
+        return float(np.max(np.abs(gap)))
+    sq = gap * gap
+    if debias:
+        n_eff = table.weight**2 / table.weight_sq
+        ybar = table.mean_label
+        corr = np.zeros_like(sq)
+        ok = n_eff > 1 + 1e-12
+        corr[ok] = ybar[ok] * (1 - ybar[ok]) / (n_eff[ok] - 1)
+        sq = sq - corr
+    return float(np.sum(p * sq))

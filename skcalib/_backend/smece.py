@@ -1,0 +1,165 @@
+"""SmoothECE (Blasiok & Nakkiran 2023) on grid sufficient statistics.
+
+Everything here works from the histograms of :func:`grid.calibration_statistics`
+(``sum w``, ``sum w*y``, ``sum w*s`` per grid point of a fine grid). The
+bandwidth search coarsens those histograms exactly, so the data are binned
+once whatever the number of bisection steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import fft as _fft
+
+from .grid import (
+    FINE_M,
+    calibration_statistics,
+    coarsen,
+    grid_points,
+    grid_size,
+    linear_binning,
+    reflected_smooth,
+    trapezoid,
+)
+
+SIGMA_TOL = 1e-6
+# Scores are clipped to [LOGIT_EPS, 1 - LOGIT_EPS] before the logit transform.
+LOGIT_EPS = 1e-6
+_LOGIT_MAX = float(np.log((1 - LOGIT_EPS) / LOGIT_EPS))
+# The logit grid extends past the clipped range by this margin so that a
+# Gaussian of scale <= 1 (the bisection range) loses < 1e-12 of its mass.
+_LOGIT_PAD = 8.0
+
+
+@dataclass(frozen=True)
+class GridGeometry:
+    """Where the grid lives and how it smooths.
+
+    ``"l1"``: the unit interval with the reflected Gaussian. ``"logit"``: an
+    interval of the real line holding ``logit(s)`` with an ordinary Gaussian.
+    Scores are mapped affinely onto the unit grid in both cases.
+    """
+
+    metric: str = "l1"
+
+    @property
+    def lo(self):
+        return 0.0 if self.metric == "l1" else -_LOGIT_MAX - _LOGIT_PAD
+
+    @property
+    def hi(self):
+        return 1.0 if self.metric == "l1" else _LOGIT_MAX + _LOGIT_PAD
+
+    @property
+    def length(self):
+        return self.hi - self.lo
+
+    def to_unit(self, s):
+        """Scores -> positions in [0, 1] on the grid."""
+        if self.metric == "l1":
+            return s
+        c = np.clip(s, LOGIT_EPS, 1.0 - LOGIT_EPS)
+        u = np.log(c) - np.log1p(-c)
+        return (u - self.lo) / self.length
+
+    def scores_at(self, M):
+        """Score (probability) value of each of the ``M + 1`` grid points."""
+        t = grid_points(M)
+        if self.metric == "l1":
+            return t
+        return 1.0 / (1.0 + np.exp(-(self.lo + t * self.length)))
+
+    def smooth(self, hist, sigma):
+        """Kernel sums at the grid points, as densities in the metric's units."""
+        unit_sigma = sigma / self.length
+        if self.metric == "l1":
+            return reflected_smooth(hist, unit_sigma)
+        return _linear_gaussian_smooth(hist, unit_sigma) / self.length
+
+    def integrate(self, values, M):
+        return trapezoid(values, M) * self.length
+
+    def grid_size(self, sigma, fine_m):
+        return grid_size(sigma / self.length, fine_m)
+
+
+def _linear_gaussian_smooth(hist, sigma):
+    """Ordinary (non-reflected) Gaussian smoothing of grid masses on [0, 1]."""
+    squeeze = hist.ndim == 1
+    h = hist[:, None] if squeeze else hist
+    M = h.shape[0] - 1
+    half = min(M, int(np.ceil(7.5 * sigma * M)))
+    d = np.arange(-half, half + 1) / M
+    ker = np.exp(-0.5 * (d / sigma) ** 2) / (sigma * np.sqrt(2 * np.pi))
+    n = _fft.next_fast_len(M + 1 + 2 * half)
+    spec = _fft.rfft(h, n=n, axis=0) * _fft.rfft(ker, n=n)[:, None]
+    out = _fft.irfft(spec, n=n, axis=0)[half : half + M + 1]
+    return out[:, 0] if squeeze else out
+
+
+def statistics(y, s, w, geometry, M=FINE_M):
+    """Fine-grid sufficient statistics for ``geometry`` (see module docstring)."""
+    if geometry.metric == "l1":
+        return calibration_statistics(y, s, w, M)
+    return _stats_at_positions(y, s, w, geometry.to_unit(s), M)
+
+
+def _stats_at_positions(y, s, w, pos, M):
+    return linear_binning(pos, (w, w * y, w * s), M)
+
+
+def smece_at(stats, sigma, geometry, fine_m=None):
+    """``smECE_sigma = integral |r_sigma(t)| dt`` from fine-grid statistics."""
+    fine_m = stats.shape[0] - 1 if fine_m is None else fine_m
+    M = geometry.grid_size(sigma, fine_m)
+    h = coarsen(stats, M)
+    total = h[:, 0].sum()
+    resid = (h[:, 1] - h[:, 2]) / total
+    r = geometry.smooth(resid, sigma)
+    return float(geometry.integrate(np.abs(r), M))
+
+
+def solve_sigma(stats, geometry, *, tol=SIGMA_TOL, lo=0.0, hi=1.0):
+    """The fixed point ``sigma*`` with ``smECE_sigma* = sigma*`` by bisection.
+
+    ``smECE_sigma - sigma`` is decreasing, positive near 0 (unless the sample
+    is exactly calibrated) and negative at 1, so bisection on ``[lo, hi]``
+    brackets the root; the returned value is within ``tol`` of it.
+    """
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        if smece_at(stats, mid, geometry) > mid:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def smooth_curve(stats, sigma, geometry):
+    """Reliability curve and score density at bandwidth ``sigma``.
+
+    Returns
+    -------
+    scores : ndarray (M + 1,)
+        Grid points as probabilities.
+    y_smooth : ndarray (M + 1,)
+        Kernel-weighted mean label; NaN where the estimated density is below
+        1e-10 of its maximum (no data nearby: the ratio is round-off there).
+    density : ndarray (M + 1,)
+        Kernel density of the scores (integrates to 1 in the metric's units).
+    residual : ndarray (M + 1,)
+        Smoothed residual ``r_sigma`` (its integral of ``|.|`` is smECE).
+    """
+    M = geometry.grid_size(sigma, stats.shape[0] - 1)
+    h = coarsen(stats, M)
+    total = h[:, 0].sum()
+    sm = geometry.smooth(h / total, sigma)
+    dens = sm[:, 0]
+    num = sm[:, 1]
+    resid = sm[:, 1] - sm[:, 2]
+    ok = dens > 1e-10 * dens.max()
+    y_smooth = np.full(M + 1, np.nan)
+    y_smooth[ok] = np.clip(num[ok] / dens[ok], 0.0, 1.0)
+    return geometry.scores_at(M), y_smooth, dens, resid

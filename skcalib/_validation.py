@@ -1,0 +1,455 @@
+"""Turn user input into canonical float64 arrays.
+
+This is the only module that parses ``y_true`` / ``y_proba`` / ``sample_weight``
+and the user-facing parameters shared by several public functions. Everything
+downstream (``skcalib._backend``, the metrics, estimators and displays) may
+assume the invariants documented on :class:`CalibrationData`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils import check_array, column_or_1d
+
+__all__ = [
+    "CalibrationData",
+    "check_calibration_inputs",
+    "binary_tasks",
+    "check_probability_matrix",
+    "check_sample_weight",
+    "check_multi_class",
+    "check_int",
+    "check_real",
+    "check_random_generator",
+]
+
+# Probabilities slightly outside [0, 1] (float round-off in a model's softmax)
+# are clipped; anything further out is an error.
+PROBA_TOL = 1e-8
+# Rows of a probability matrix must sum to one within this tolerance; float32
+# softmax outputs over a few hundred classes drift by ~1e-6.
+ROW_SUM_TOL = 1e-5
+
+MULTI_CLASS_OPTIONS = ("top-label", "classwise", "canonical")
+
+
+@dataclass(frozen=True)
+class CalibrationData:
+    """Canonical form of a calibration problem.
+
+    Attributes
+    ----------
+    kind : {"binary", "multiclass"}
+    classes : ndarray of shape (n_classes,)
+        Sorted class labels (or ``labels`` as given by the user).
+    y : ndarray of shape (n_samples,)
+        Binary: float64 indicator of the positive class. Multiclass: int64
+        index into ``classes``.
+    proba : ndarray
+        Binary: float64 array of shape (n_samples,), probability of the
+        positive class. Multiclass: float64 array of shape
+        (n_samples, n_classes) whose rows sum to one.
+    weight : ndarray of shape (n_samples,)
+        Non-negative float64 weights with positive sum (ones by default).
+    pos_label : object or None
+        The positive label (binary only).
+    """
+
+    kind: str
+    classes: np.ndarray
+    y: np.ndarray
+    proba: np.ndarray
+    weight: np.ndarray
+    pos_label: object = None
+
+    @property
+    def n_samples(self):
+        return self.y.shape[0]
+
+    def one_hot(self):
+        """Labels as a float64 indicator matrix matching :meth:`proba_matrix`."""
+        if self.kind == "binary":
+            return np.column_stack([1.0 - self.y, self.y])
+        onehot = np.zeros(self.proba.shape, dtype=np.float64)
+        onehot[np.arange(self.y.shape[0]), self.y] = 1.0
+        return onehot
+
+    def proba_matrix(self):
+        """Probabilities as an (n_samples, n_classes) matrix; binary gives (1-s, s)."""
+        if self.kind == "binary":
+            return np.column_stack([1.0 - self.proba, self.proba])
+        return self.proba
+
+
+def _is_pandas_like(x):
+    return hasattr(x, "iloc") or hasattr(x, "to_numpy") and not isinstance(x, np.ndarray)
+
+
+def _check_y_true(y_true):
+    if y_true is None:
+        raise ValueError("y_true must not be None.")
+    if _is_pandas_like(y_true):
+        y_true = y_true.to_numpy()
+    y_true = np.asarray(y_true)
+    if y_true.ndim == 2 and y_true.shape[1] == 1:
+        y_true = y_true[:, 0]
+    if y_true.ndim != 1:
+        raise ValueError(
+            f"y_true must be a 1-D array of labels, got an array of shape {y_true.shape}."
+        )
+    y_true = column_or_1d(y_true)
+    if y_true.shape[0] == 0:
+        raise ValueError("y_true is empty; at least one sample is required.")
+    if y_true.dtype.kind == "f":
+        if not np.all(np.isfinite(y_true)):
+            raise ValueError("y_true contains NaN or infinity.")
+    elif y_true.dtype.kind == "O":
+        if any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in y_true):
+            raise ValueError("y_true contains None or NaN.")
+    return y_true
+
+
+def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
+    """Validate probabilities: finite, in [0, 1] (tolerance then clip), rows sum to 1.
+
+    Returns a new float64 array (never a view on the user's data).
+    """
+    if y_proba is None:
+        raise ValueError(f"{name} must not be None.")
+    try:
+        arr = check_array(
+            y_proba,
+            ensure_2d=False,
+            dtype=np.float64,
+            ensure_all_finite=True,
+            input_name=name,
+            ensure_min_samples=0,
+            copy=True,
+        )
+    except ValueError as exc:
+        msg = str(exc)
+        if name not in msg:
+            msg = f"{name}: {msg}"
+        raise ValueError(msg) from None
+    except TypeError as exc:
+        raise TypeError(f"{name} must be numeric probabilities: {exc}") from None
+    if arr.ndim == 2 and arr.shape[1] == 1 and allow_1d:
+        arr = arr[:, 0]
+    if arr.ndim == 1 and not allow_1d:
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n_samples, n_classes), got a 1-D array."
+        )
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D or 2-D, got {arr.ndim} dimensions.")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty; at least one sample is required.")
+    lo, hi = arr.min(), arr.max()
+    if lo < -PROBA_TOL or hi > 1 + PROBA_TOL:
+        raise ValueError(
+            f"{name} must contain probabilities in [0, 1]; found values in "
+            f"[{lo:.6g}, {hi:.6g}]."
+        )
+    np.clip(arr, 0.0, 1.0, out=arr)
+    if arr.ndim == 2:
+        if arr.shape[1] < 2:
+            raise ValueError(f"{name} must have at least 2 columns, got {arr.shape[1]}.")
+        dev = np.abs(arr.sum(axis=1) - 1.0)
+        worst = int(np.argmax(dev))
+        if dev[worst] > ROW_SUM_TOL:
+            raise ValueError(
+                f"Rows of {name} must sum to 1 (tolerance {ROW_SUM_TOL:g}); row {worst} "
+                f"sums to {arr[worst].sum():.8g}."
+            )
+    return arr
+
+
+def check_probability_matrix(P, *, name="X", n_classes=None):
+    """Validate a 2-D probability matrix as given to a recalibrator.
+
+    A 1-D array or a single column is read as the probability of the positive
+    class of a binary problem and expanded to two columns ``(1 - p, p)``.
+    """
+    arr = check_probability_array(P, name=name, allow_1d=True)
+    if arr.ndim == 1:
+        arr = np.column_stack([1.0 - arr, arr])
+    if n_classes is not None and arr.shape[1] != n_classes:
+        raise ValueError(
+            f"{name} has {arr.shape[1]} columns but {n_classes} were expected "
+            "(one probability per class)."
+        )
+    return arr
+
+
+def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
+    """Return float64 weights: finite, non-negative, positive sum; ones if None."""
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=np.float64)
+    if isinstance(sample_weight, numbers.Number):
+        sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
+    try:
+        w = check_array(
+            sample_weight,
+            ensure_2d=False,
+            dtype=np.float64,
+            input_name=name,
+            ensure_min_samples=0,
+            copy=True,
+        )
+    except ValueError as exc:
+        msg = str(exc)
+        if name not in msg:
+            msg = f"{name}: {msg}"
+        raise ValueError(msg) from None
+    if w.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {w.shape}.")
+    if w.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {w.shape[0]} elements but there are {n_samples} samples."
+        )
+    if np.any(w < 0):
+        raise ValueError(f"{name} must be non-negative; found {w.min():.6g}.")
+    if not w.sum() > 0:
+        raise ValueError(f"{name} must have a positive sum; all weights are zero.")
+    return w
+
+
+def check_multi_class(multi_class, allowed, *, name="multi_class"):
+    if multi_class not in allowed:
+        raise ValueError(
+            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; "
+            f"got {multi_class!r}."
+        )
+    return multi_class
+
+
+def _resolve_classes(y_true, labels):
+    present = np.unique(y_true)
+    if labels is None:
+        return present
+    labels = np.asarray(column_or_1d(np.asarray(labels)))
+    if labels.shape[0] != np.unique(labels).shape[0]:
+        raise ValueError("labels must not contain duplicates.")
+    try:
+        missing = np.setdiff1d(present, labels)
+    except TypeError:
+        raise TypeError(
+            "labels and y_true must contain labels of the same type."
+        ) from None
+    if missing.size:
+        raise ValueError(
+            f"y_true contains labels {missing.tolist()} that are not in labels="
+            f"{labels.tolist()}."
+        )
+    return labels
+
+
+def check_calibration_inputs(
+    y_true,
+    y_proba,
+    *,
+    sample_weight=None,
+    pos_label=None,
+    labels=None,
+    require_binary=False,
+):
+    """Validate ``(y_true, y_proba, sample_weight, pos_label, labels)``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels (numbers, strings or booleans).
+    y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Probability of the positive class (1-D) or of every class (2-D, columns
+        in the order of the sorted labels, i.e. ``estimator.classes_``).
+    sample_weight : array-like of shape (n_samples,), default=None
+    pos_label : int, float, bool or str, default=None
+        Binary problems only. ``None`` means the greater label, matching
+        ``estimator.classes_[-1]``.
+    labels : array-like, default=None
+        All class labels, for data (e.g. a CV fold) where some class is absent.
+    require_binary : bool, default=False
+        Raise if the problem has more than two classes.
+
+    Returns
+    -------
+    CalibrationData
+    """
+    y_true = _check_y_true(y_true)
+    proba = check_probability_array(y_proba, name="y_proba")
+    n = y_true.shape[0]
+    if proba.shape[0] != n:
+        raise ValueError(
+            f"y_true and y_proba have inconsistent numbers of samples: {n} and "
+            f"{proba.shape[0]}."
+        )
+    weight = check_sample_weight(sample_weight, n)
+    try:
+        classes = _resolve_classes(y_true, labels)
+    except TypeError:
+        raise
+    except Exception as exc:  # mixed types in y_true, e.g. ["a", 1]
+        raise TypeError(f"y_true labels cannot be sorted: {exc}") from None
+
+    if proba.ndim == 2 and proba.shape[1] > 2:
+        if require_binary:
+            raise ValueError(
+                f"This function needs a binary problem, but y_proba has "
+                f"{proba.shape[1]} columns."
+            )
+        if pos_label is not None:
+            raise ValueError(
+                "pos_label is only meaningful for binary problems; y_proba has "
+                f"{proba.shape[1]} columns."
+            )
+        if classes.shape[0] != proba.shape[1]:
+            raise ValueError(
+                f"y_proba has {proba.shape[1]} columns but y_true has "
+                f"{classes.shape[0]} distinct labels; pass labels= with all "
+                f"{proba.shape[1]} class labels in column order."
+            )
+        y_idx = np.searchsorted(classes, y_true) if labels is None else _index_of(
+            classes, y_true
+        )
+        return CalibrationData(
+            "multiclass", classes, y_idx.astype(np.int64), proba, weight, None
+        )
+
+    # Binary problem.
+    if classes.shape[0] > 2:
+        raise ValueError(
+            f"y_true has {classes.shape[0]} classes but y_proba describes a binary "
+            "problem; pass a 2-D y_proba with one column per class."
+        )
+    if classes.shape[0] == 1:
+        classes = _complete_single_class(classes, pos_label)
+    if pos_label is None:
+        pos_label = classes[-1]
+    else:
+        if not np.any(_label_equal(classes, pos_label)):
+            raise ValueError(
+                f"pos_label={pos_label!r} is not a valid label; labels are "
+                f"{classes.tolist()}."
+            )
+        pos_label = classes[np.flatnonzero(_label_equal(classes, pos_label))[0]]
+    if proba.ndim == 2:
+        # Columns follow ``classes``; the positive one is where pos_label sits.
+        col = int(np.flatnonzero(_label_equal(classes, pos_label))[0])
+        scores = np.ascontiguousarray(proba[:, col])
+    else:
+        scores = proba
+    y = _label_equal(y_true, pos_label).astype(np.float64)
+    return CalibrationData("binary", classes, y, scores, weight, pos_label)
+
+
+def _label_equal(values, label):
+    values = np.asarray(values)
+    if values.dtype.kind in "US" or values.dtype.kind == "O":
+        return np.array([v == label for v in values], dtype=bool)
+    try:
+        return values == label
+    except Exception:  # pragma: no cover - exotic label types
+        return np.array([v == label for v in values], dtype=bool)
+
+
+def _index_of(classes, y_true):
+    order = np.argsort(classes, kind="stable")
+    pos = np.searchsorted(classes[order], y_true)
+    return order[pos]
+
+
+def _complete_single_class(classes, pos_label):
+    """A sample with one label: binary only if the other label can be inferred."""
+    only = classes[0]
+    if pos_label is not None and not np.all(_label_equal(classes, pos_label)):
+        # pos_label is the absent class: the two labels are known.
+        try:
+            return np.sort(np.array([only, pos_label], dtype=classes.dtype))
+        except (TypeError, ValueError):
+            return np.array([only, pos_label], dtype=object)
+    if classes.dtype.kind in "biuf" and only in (0, 1, -1):
+        other = 1 if only in (0, -1) else 0
+        return np.array(sorted([only, other]), dtype=classes.dtype)
+    if classes.dtype.kind == "b":
+        return np.array([False, True])
+    raise ValueError(
+        f"y_true contains a single class ({only!r}); pass labels= with both class "
+        "labels, or pos_label=, so that the positive class is defined."
+    )
+
+
+def binary_tasks(data, multi_class):
+    """Reduce a problem to a list of binary ``(y, s, w)`` calibration problems.
+
+    Binary data gives one task whatever ``multi_class`` is. Multiclass data gives
+    one task for ``"top-label"`` (confidence vs correctness) and one task per
+    class for ``"classwise"`` (one-vs-rest), to be averaged by the caller.
+    """
+    if data.kind == "binary":
+        return [(data.y, data.proba, data.weight)]
+    P = data.proba
+    if multi_class == "top-label":
+        pred = np.argmax(P, axis=1)
+        conf = P[np.arange(P.shape[0]), pred]
+        correct = (pred == data.y).astype(np.float64)
+        return [(correct, np.ascontiguousarray(conf), data.weight)]
+    if multi_class == "classwise":
+        return [
+            ((data.y == k).astype(np.float64), np.ascontiguousarray(P[:, k]), data.weight)
+            for k in range(P.shape[1])
+        ]
+    raise ValueError(
+        f"multi_class={multi_class!r} does not reduce to binary problems; use "
+        "'top-label' or 'classwise'."
+    )
+
+
+def check_int(value, name, *, min_val=None, max_val=None):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}.")
+    if min_val is not None and value < min_val:
+        raise ValueError(f"{name} must be >= {min_val}, got {value}.")
+    if max_val is not None and value > max_val:
+        raise ValueError(f"{name} must be <= {max_val}, got {value}.")
+    return int(value)
+
+
+def check_real(value, name, *, low=None, high=None, include_low=True, include_high=True):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}.")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}.")
+    if low is not None and (value < low or (value == low and not include_low)):
+        op = ">=" if include_low else ">"
+        raise ValueError(f"{name} must be {op} {low}, got {value}.")
+    if high is not None and (value > high or (value == high and not include_high)):
+        op = "<=" if include_high else "<"
+        raise ValueError(f"{name} must be {op} {high}, got {value}.")
+    return value
+
+
+def check_random_generator(random_state):
+    """A ``numpy.random.Generator`` from ``None``, an int, a Generator or a RandomState.
+
+    Never touches the global numpy RNG.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**32 - 1, dtype=np.uint64))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return np.random.default_rng(int(random_state))
+    raise TypeError(
+        "random_state must be None, an int, a numpy Generator or a RandomState; "
+        f"got {random_state!r}."
+    )
+
+
+def check_sigma(sigma, name="sigma"):
+    """A kernel bandwidth in (0, 1]."""
+    return check_real(sigma, name, low=0.0, high=1.0, include_low=False)
