@@ -127,7 +127,6 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
             ensure_all_finite=True,
             input_name=name,
             ensure_min_samples=0,
-            copy=True,
         )
     except ValueError as exc:
         msg = str(exc)
@@ -152,7 +151,12 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
             f"{name} must contain probabilities in [0, 1]; found values in "
             f"[{lo:.6g}, {hi:.6g}]."
         )
-    np.clip(arr, 0.0, 1.0, out=arr)
+    if lo < 0 or hi > 1:
+        arr = np.clip(arr, 0.0, 1.0)  # a new array: the caller's is never written
+    elif arr.ndim == 2 and np.may_share_memory(arr, y_proba):
+        # 1-D scores are only ever read downstream and may stay a view (memory
+        # at 1e8 rows); matrices are copied so no later step can write through.
+        arr = arr.copy()
     if arr.ndim == 2:
         if arr.shape[1] < 2:
             raise ValueError(f"{name} must have at least 2 columns, got {arr.shape[1]}.")
@@ -225,8 +229,24 @@ def check_multi_class(multi_class, allowed, *, name="multi_class"):
     return multi_class
 
 
+def _unique_labels(y_true):
+    """``np.unique`` with a sort-free path for numeric two-class labels."""
+    if y_true.dtype.kind in "biuf":
+        lo, hi = y_true.min(), y_true.max()
+        if lo == hi:
+            return np.array([lo], dtype=y_true.dtype)
+        if np.all((y_true == lo) | (y_true == hi)):
+            return np.array([lo, hi], dtype=y_true.dtype)
+    return np.unique(y_true)
+
+
 def _resolve_classes(y_true, labels):
-    present = np.unique(y_true)
+    try:
+        present = _unique_labels(y_true)
+    except TypeError:  # mixed types, e.g. ["a", 1]
+        raise TypeError(
+            "y_true mixes label types that cannot be compared; use one type."
+        ) from None
     if labels is None:
         return present
     labels = np.asarray(column_or_1d(np.asarray(labels)))
@@ -286,12 +306,7 @@ def check_calibration_inputs(
             f"{proba.shape[0]}."
         )
     weight = check_sample_weight(sample_weight, n)
-    try:
-        classes = _resolve_classes(y_true, labels)
-    except TypeError:
-        raise
-    except Exception as exc:  # mixed types in y_true, e.g. ["a", 1]
-        raise TypeError(f"y_true labels cannot be sorted: {exc}") from None
+    classes = _resolve_classes(y_true, labels)
 
     if proba.ndim == 2 and proba.shape[1] > 2:
         if require_binary:
@@ -366,9 +381,12 @@ def _complete_single_class(classes, pos_label):
     if pos_label is not None and not np.all(_label_equal(classes, pos_label)):
         # pos_label is the absent class: the two labels are known.
         try:
-            return np.sort(np.array([only, pos_label], dtype=classes.dtype))
-        except (TypeError, ValueError):
-            return np.array([only, pos_label], dtype=object)
+            return np.asarray(sorted([only.item() if hasattr(only, "item") else only,
+                                      pos_label]))
+        except TypeError:
+            raise TypeError(
+                f"pos_label={pos_label!r} cannot be compared with the labels of y_true."
+            ) from None
     if classes.dtype.kind in "biuf" and only in (0, 1, -1):
         other = 1 if only in (0, -1) else 0
         return np.array(sorted([only, other]), dtype=classes.dtype)
@@ -453,3 +471,46 @@ def check_random_generator(random_state):
 def check_sigma(sigma, name="sigma"):
     """A kernel bandwidth in (0, 1]."""
     return check_real(sigma, name, low=0.0, high=1.0, include_low=False)
+
+
+def check_label_chunk(y_true):
+    """Labels of one chunk of a streamed binary problem, before the classes are known.
+
+    A chunk may hold one or both classes; which one is positive is decided when
+    all chunks have been seen. Boolean, integer and float labels take a fast
+    path (no sort), so streaming stays cheap.
+
+    Returns
+    -------
+    classes : ndarray of shape (1,) or (2,)
+        Sorted distinct labels of the chunk.
+    index : ndarray of shape (n_samples,), dtype intp
+        Position of each label in ``classes`` (0 or 1).
+    """
+    y_true = _check_y_true(y_true)
+    kind = y_true.dtype.kind
+    if kind == "b":
+        index = y_true.astype(np.intp)
+        has_true = bool(index.any())
+        has_false = not bool(index.all())
+        if has_true and has_false:
+            return np.array([False, True]), index
+        return np.array([has_true]), np.zeros(y_true.shape[0], dtype=np.intp)
+    if kind in "iuf":
+        lo, hi = y_true.min(), y_true.max()
+        if lo == hi:
+            return np.array([lo]), np.zeros(y_true.shape[0], dtype=np.intp)
+        top = y_true == hi
+        n_top = int(np.count_nonzero(top))
+        if n_top + int(np.count_nonzero(y_true == lo)) == y_true.shape[0]:
+            return np.array([lo, hi]), top.astype(np.intp)
+    try:
+        classes, index = np.unique(y_true, return_inverse=True)
+    except TypeError as exc:  # mixed types in y_true, e.g. ["a", 1]
+        raise TypeError(f"y_true labels cannot be sorted: {exc}") from None
+    if classes.shape[0] > 2:
+        raise ValueError(
+            f"y_true has {classes.shape[0]} classes but a binary problem is expected; "
+            f"found labels {classes[:5].tolist()}."
+        )
+    return classes, index.astype(np.intp, copy=False)

@@ -85,51 +85,79 @@ def accumulate(hist, idx, theta, columns):
     return hist
 
 
-def calibration_statistics(y, s, w, M=FINE_M):
+def calibration_statistics(y, s, w, M=FINE_M, *, scores=None):
     """Grid sufficient statistics ``(sum w, sum w*y, sum w*s)`` per grid point.
 
-    ``y`` must hold 0/1 labels. Instead of six weighted histograms (two per
-    statistic), three are enough: per cell and label, ``A = sum w``,
-    ``B = sum w theta`` and ``C = sum w theta^2``. Since ``s = (c + theta) / M``
-    in cell ``c``, the linearly binned ``sum w s`` follows exactly from them:
-    the cell's left node receives ``[c (A - B) + B - C] / M`` and its right
-    node ``[c B + C] / M``.
+    ``y`` must hold 0/1 labels and ``s`` the grid positions in [0, 1]. When
+    the positions are the scores themselves (``scores=None``), three weighted
+    histograms are enough instead of six: per cell and label, ``A = sum w``,
+    ``B = sum w theta`` and ``C = sum w theta^2``; since ``s = (c + theta) / M``
+    in cell ``c``, the linearly binned ``sum w s`` follows exactly: the cell's
+    left node receives ``[c (A - B) + B - C] / M`` and its right node
+    ``[c B + C] / M``. When the positions are a transform of the scores (the
+    logit grid), pass the probabilities as ``scores``: the cells then carry
+    ``sum w s`` and ``sum w s theta`` instead of ``C``.
 
     Returns
     -------
     stats : ndarray of shape (M + 1, 3)
     """
-    cells = np.zeros((2 * M, 3), dtype=np.float64)
     n = s.shape[0]
+    cells = np.zeros((2 * M, 3 if scores is None else 4), dtype=np.float64)
     for start in range(0, n, _CHUNK):
-        stop = min(start + _CHUNK, n)
-        idx, theta = bin_positions(s[start:stop], M)
-        key = idx + M * (y[start:stop] > 0.5)
-        ww = w[start:stop]
-        wt = ww * theta
-        cells[:, 0] += np.bincount(key, weights=ww, minlength=2 * M)
-        cells[:, 1] += np.bincount(key, weights=wt, minlength=2 * M)
-        cells[:, 2] += np.bincount(key, weights=wt * theta, minlength=2 * M)
+        sl = slice(start, min(start + _CHUNK, n))
+        key, theta = cell_keys(y[sl], s[sl], M)
+        cols = moment_columns(w[sl], theta, None if scores is None else scores[sl])
+        add_cell_moments(cells, key, cols)
     return statistics_from_cells(cells, M)
+
+
+def cell_keys(y, s, M):
+    """Cell-and-label key (``c`` for label 0, ``M + c`` for label 1) and ``theta``."""
+    idx, theta = bin_positions(s, M)
+    idx += M * (y > 0.5)
+    return idx, theta
+
+
+def moment_columns(w, theta, scores=None):
+    """Per-sample quantities whose per-cell sums are the sufficient statistics."""
+    wt = w * theta
+    if scores is None:
+        return (w, wt, wt * theta)
+    return (w, wt, w * scores, wt * scores)
+
+
+def add_cell_moments(cells, key, columns, counts=None):
+    """Add per-key sums of ``columns`` (optionally times ``counts``) to ``cells``."""
+    size = cells.shape[0]
+    for j, col in enumerate(columns):
+        v = col if counts is None else counts * col
+        cells[:, j] += np.bincount(key, weights=v, minlength=size)
+    return cells
 
 
 def statistics_from_cells(cells, M):
     """Node statistics ``(sum w, sum w*y, sum w*s)`` from per-cell moments.
 
-    ``cells`` has shape ``(2 * M, 3)``: rows ``c`` (label 0) and ``M + c``
-    (label 1) hold ``sum w``, ``sum w theta``, ``sum w theta^2`` of cell ``c``.
+    ``cells`` has shape ``(2 * M, k)``: rows ``c`` (label 0) and ``M + c``
+    (label 1) of cell ``c`` hold the sums of :func:`moment_columns`.
     """
-    A0, B0, C0 = cells[:M].T
-    A1, B1, C1 = cells[M:].T
-    A, B, C = A0 + A1, B0 + B1, C0 + C1
-    c = np.arange(M, dtype=np.float64)
+    lab0, lab1 = cells[:M], cells[M:]
+    A, B = lab0[:, 0] + lab1[:, 0], lab0[:, 1] + lab1[:, 1]
     out = np.zeros((M + 1, 3), dtype=np.float64)
     out[:-1, 0] += A - B
     out[1:, 0] += B
-    out[:-1, 1] += A1 - B1
-    out[1:, 1] += B1
-    out[:-1, 2] += (c * (A - B) + B - C) / M
-    out[1:, 2] += (c * B + C) / M
+    out[:-1, 1] += lab1[:, 0] - lab1[:, 1]
+    out[1:, 1] += lab1[:, 1]
+    if cells.shape[1] == 3:
+        C = lab0[:, 2] + lab1[:, 2]
+        c = np.arange(M, dtype=np.float64)
+        out[:-1, 2] += (c * (A - B) + B - C) / M
+        out[1:, 2] += (c * B + C) / M
+    else:
+        S, ST = lab0[:, 2] + lab1[:, 2], lab0[:, 3] + lab1[:, 3]
+        out[:-1, 2] += S - ST
+        out[1:, 2] += ST
     return out
 
 
@@ -139,24 +167,38 @@ def coarsen(hist, M):
     Linear binning composed with linear interpolation of the fine grid points
     onto a coarser grid whose cells are unions of fine cells equals linear
     binning of the original samples onto the coarser grid (the hat functions
-    are linear inside each coarse cell). ``hist.shape[0] - 1`` must be a
-    multiple of ``M``.
+    are linear inside each coarse cell). ``hist.shape[0] - 1`` must be ``M``
+    times a power of two; the grid is halved repeatedly.
     """
-    fine_m = hist.shape[0] - 1
-    if M == fine_m:
-        return hist
-    r, rem = divmod(fine_m, M)
-    if rem:
-        raise ValueError(f"grid of {fine_m} cells cannot be coarsened to {M} cells")
-    frac = np.arange(r, dtype=np.float64) / r
-    blocks = hist[:-1].reshape(M, r, -1)
-    lo = np.einsum("mrk,r->mk", blocks, 1.0 - frac)
-    hi = np.einsum("mrk,r->mk", blocks, frac)
-    out = np.zeros((M + 1, hist.shape[1]), dtype=np.float64)
-    out[:-1] += lo
-    out[1:] += hi
-    out[-1] += hist[-1]
+    while hist.shape[0] - 1 > M:
+        hist = _halve(hist)
+    if hist.shape[0] - 1 != M:
+        raise ValueError(f"grid cannot be coarsened to {M} cells")
+    return hist
+
+
+def _halve(hist):
+    if (hist.shape[0] - 1) % 2:
+        raise ValueError("grid with an odd number of cells cannot be halved")
+    odd = 0.5 * hist[1::2]
+    out = hist[::2].copy()
+    out[:-1] += odd
+    out[1:] += odd
     return out
+
+
+class GridPyramid:
+    """Fine-grid histograms with their exact coarsenings, computed on demand."""
+
+    def __init__(self, hist):
+        self.fine_m = hist.shape[0] - 1
+        self._levels = {self.fine_m: hist}
+
+    def at(self, M):
+        if M not in self._levels:
+            finer = min(m for m in self._levels if m > M)
+            self._levels[M] = coarsen(self._levels[finer], M)
+        return self._levels[M]
 
 
 def reflected_smooth(hist, sigma):

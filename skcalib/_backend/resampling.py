@@ -8,7 +8,13 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from . import smece as _sm
-from .grid import FINE_M, accumulate, bin_positions
+from .grid import (
+    FINE_M,
+    add_cell_moments,
+    cell_keys,
+    moment_columns,
+    statistics_from_cells,
+)
 
 
 @dataclass
@@ -30,16 +36,16 @@ def bootstrap_smooth_curves(
     (exact coarsening then gives the curve grid), which is also fine enough for
     each resample's own ``sigma*`` unless it is less than half the original.
     """
-    m_curve = geometry.grid_size(sigma_curve, FINE_M)
+    m_curve = geometry.grid_size(0.8 * sigma_curve, FINE_M)
     m_boot = min(FINE_M, 2 * m_curve)
-    idx, theta = bin_positions(geometry.to_unit(s), m_boot)
-    columns = (w, w * y, w * s)
+    key, theta = cell_keys(y, geometry.to_unit(s), m_boot)
+    moments = moment_columns(w, theta, None if geometry.metric == "l1" else s)
     children = seed.spawn(n_bootstrap)
     n_batches = max(1, min(n_bootstrap, effective_n_jobs(n_jobs)))
     batches = [b for b in np.array_split(np.arange(n_bootstrap), n_batches) if b.size]
     parts = Parallel(n_jobs=n_jobs)(
         delayed(_bootstrap_batch)(
-            idx, theta, columns, m_boot, [children[i] for i in batch], geometry,
+            key, moments, m_boot, [children[i] for i in batch], geometry,
             sigma_curve, fixed_sigma,
         )
         for batch in batches
@@ -49,17 +55,17 @@ def bootstrap_smooth_curves(
     return BootstrapCurves(curves, values)
 
 
-def _bootstrap_batch(idx, theta, columns, M, seeds, geometry, sigma_curve, fixed_sigma):
-    n = idx.shape[0]
+def _bootstrap_batch(key, moments, M, seeds, geometry, sigma_curve, fixed_sigma):
+    n = key.shape[0]
     curves, values = [], []
     for seq in seeds:
         rng = np.random.default_rng(seq)
         counts = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64)
-        hist = np.zeros((M + 1, 3))
-        accumulate(hist, idx, theta, [counts * c for c in columns])
+        cells = add_cell_moments(np.zeros((2 * M, len(moments))), key, moments, counts)
+        stats = _sm.pyramid(statistics_from_cells(cells, M))
         if fixed_sigma is None:
-            values.append(_sm.solve_sigma(hist, geometry))
+            values.append(_sm.solve_sigma(stats, geometry))
         else:
-            values.append(_sm.smece_at(hist, fixed_sigma, geometry))
-        curves.append(_sm.smooth_curve(hist, sigma_curve, geometry)[1])
+            values.append(_sm.smece_at(stats, fixed_sigma, geometry))
+        curves.append(_sm.smooth_curve(stats, sigma_curve, geometry)[1])
     return np.asarray(curves), np.asarray(values)

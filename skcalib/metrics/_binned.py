@@ -11,6 +11,7 @@ from .._validation import (
     check_int,
     check_multi_class,
 )
+from ._accumulator import any_dask, dask_metric
 from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["binned_calibration_error"]
@@ -106,6 +107,8 @@ def binned_calibration_error(
     >>> round(binned_calibration_error(y, p, n_bins=2, norm="max"), 3)
     0.25
     """
+    if any_dask(y_true, y_proba, sample_weight):
+        return dask_metric("binned_calibration_error", **locals())
     check_multi_class(strategy, ("uniform", "quantile"), name="strategy")
     check_multi_class(norm, ("l1", "l2", "max"), name="norm")
     check_multi_class(multi_class, ("top-label", "classwise"))

@@ -14,6 +14,7 @@ from .._validation import (
     check_real,
     check_sigma,
 )
+from ._accumulator import any_dask, dask_metric
 from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["smooth_ece", "smooth_calibration_curve", "SmoothCalibrationCurve"]
@@ -29,17 +30,6 @@ def _prepare(y_true, y_proba, sample_weight, pos_label, labels, multi_class, met
     )
     geometry = _sm.GridGeometry(metric)
     return data, binary_tasks(data, multi_class), geometry
-
-
-def _fit_task(y, s, w, geometry, sigma):
-    stats = _sm.statistics(y, s, w, geometry)
-    if sigma is None:
-        sigma_used = _sm.solve_sigma(stats, geometry)
-        value = sigma_used
-    else:
-        sigma_used = sigma
-        value = _sm.smece_at(stats, sigma, geometry)
-    return value, sigma_used, stats
 
 
 def smooth_ece(
@@ -127,6 +117,8 @@ def smooth_ece(
     >>> smooth_ece(y_over, p) > 0.1
     True
     """
+    if any_dask(y_true, y_proba, sample_weight):
+        return dask_metric("smooth_ece", **locals())
     if sigma is not None:
         sigma = check_sigma(sigma)
     data, tasks, geometry = _prepare(
@@ -134,7 +126,7 @@ def smooth_ece(
     )
     values, sigmas = [], []
     for y, s, w in tasks:
-        value, sig, _ = _fit_task(y, s, w, geometry, sigma)
+        value, sig, _ = _sm.fit(y, s, w, geometry, sigma)
         values.append(value)
         sigmas.append(sig)
     value = float(np.mean(values))
@@ -249,6 +241,8 @@ def smooth_calibration_curve(
     >>> bool(np.all(curve.y_smooth_low <= curve.y_smooth_high))
     True
     """
+    if any_dask(y_true, y_proba, sample_weight):
+        return dask_metric("smooth_calibration_curve", **locals())
     if sigma is not None:
         sigma = check_sigma(sigma)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_val=0)
@@ -262,7 +256,7 @@ def smooth_calibration_curve(
     seeds = np.random.SeedSequence(_entropy(random_state)).spawn(len(tasks))
     curves = []
     for (y, s, w), seed in zip(tasks, seeds):
-        value, sig, stats = _fit_task(y, s, w, geometry, sigma)
+        value, sig, stats = _sm.fit(y, s, w, geometry, sigma)
         scores, y_smooth, dens, _ = _sm.smooth_curve(stats, sig, geometry)
         curve = SmoothCalibrationCurve(
             scores=scores, y_smooth=y_smooth, density=dens, sigma=sig, smece=value

@@ -1,0 +1,112 @@
+"""Tightness and speed of the certified calibration-error bounds.
+
+For synthetic problems with exact ground truth (``skcalib.datasets``) and
+sample sizes 1e4 ... --max-n, prints the gap ``upper - CE`` of the NW, TV
+(total-variation denoising and isotonic) and Lipschitz-bucketing bounds, the
+error ``|ECE_15 - CE|`` of the 15-bin ECE, the empirical log-log rate of each
+column, and the wall time of each bound.
+
+Run:  python benchmarks/bench_bounds.py [--max-n 1e7] [--h 0.015625]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from skcalib.datasets import make_calibration_problem
+from skcalib.metrics import calibration_error_bound
+
+try:
+    from skcalib.metrics import binned_calibration_error
+except ImportError:  # pragma: no cover - older checkouts
+
+    def binned_calibration_error(y_true, y_proba, n_bins=15):
+        idx = np.minimum((y_proba * n_bins).astype(int), n_bins - 1)
+        cnt = np.bincount(idx, minlength=n_bins)
+        gap = np.bincount(idx, weights=y_proba - y_true, minlength=n_bins)
+        return float(np.abs(gap).sum() / cnt.sum())
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def run_problem(problem, sizes, h, seed):
+    rows = []
+    for n in sizes:
+        d = make_calibration_problem(
+            n, problem=problem, perturbation_scale=h, random_state=seed
+        )
+        y, s, ce = d.y_true, d.y_proba, d.calibration_error
+        methods = {
+            "NW": dict(method="nw", perturbation_scale=h),
+            "TV": dict(method="tv", variation=max(1.0, d.total_variation)),
+            "Lipschitz": dict(method="lipschitz", perturbation_scale=h),
+        }
+        if d.total_variation <= 1.0:
+            methods["TV-iso"] = dict(method="tv", assume="monotone")
+        row = {"n": n, "ce": ce}
+        for name, kw in methods.items():
+            b, t = timed(lambda kw=kw: calibration_error_bound(y, s, random_state=0, **kw))
+            row[name] = (b.upper - ce, t)
+        ece, t = timed(lambda: binned_calibration_error(y, s, n_bins=15))
+        row["ECE15"] = (abs(ece - ce), t)
+        rows.append(row)
+        print(format_row(row), flush=True)
+    return rows
+
+
+COLUMNS = ["NW", "TV", "TV-iso", "Lipschitz", "ECE15"]
+
+
+def format_row(row):
+    cells = [f"{row['n']:>9.0e}", f"{row['ce']:.4f}"]
+    for c in COLUMNS:
+        if c in row:
+            gap, t = row[c]
+            cells.append(f"{gap:8.4f} ({t:6.2f}s)")
+        else:
+            cells.append(f"{'-':>18s}")
+    return " | ".join(cells)
+
+
+def rates(rows):
+    out = []
+    logn = np.log([r["n"] for r in rows])
+    for c in COLUMNS:
+        if c not in rows[0] or len(rows) < 2:
+            continue
+        gaps = np.array([max(r[c][0], 1e-12) for r in rows])
+        out.append(f"{c}: {np.polyfit(logn, np.log(gaps), 1)[0]:+.2f}")
+    return ", ".join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--max-n", type=float, default=1e7)
+    p.add_argument("--h", type=float, default=2.0**-6, help="perturbation scale")
+    p.add_argument("--problems", default="u2,wiggle,overconfident")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    sizes = [int(10**k) for k in range(4, 8) if 10**k <= args.max_n]
+    print(
+        f"h = {args.h:g}, cores = {os.cpu_count()}, "
+        f"load average = {os.getloadavg()[0]:.1f}"
+    )
+    print("gap = upper bound - true CE (ECE15: |15-bin ECE - true CE|), wall time")
+    header = ["n", "true CE"] + COLUMNS
+    for problem in args.problems.split(","):
+        print(f"\n== problem {problem!r} ==")
+        print(" | ".join(f"{h:>18s}" if i > 1 else h for i, h in enumerate(header)))
+        rows = run_problem(problem, sizes, args.h, args.seed)
+        print(f"empirical log-log rate of the gap vs n: {rates(rows)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,408 @@
+"""Sufficient statistics of streamed or partitioned data, and their map-reduce.
+
+Every grid estimate in skcalib is a function of per-cell moments of a fine
+uniform grid (see :mod:`.grid`). They are sums over samples, so a stream of
+chunks, the partitions of a cluster or the blocks of a dask array give the same
+numbers as one in-memory pass: compute the moments of each piece, add them up,
+finish with the usual numpy code.
+
+The moments are kept per *label slot* (one slot per class seen) rather than per
+positive/negative label, so that pieces seeing only one class, or the classes
+in a different order, still merge; which class is positive is decided at the
+end. dask is an optional dependency and is only imported by the functions that
+build a dask graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .binning import BinTable
+from .grid import statistics_from_cells
+
+# Moments per cell and label slot: sum w, sum w theta, sum w theta^2,
+# number of samples, sum w^2 (theta = fractional position in the cell).
+N_MOMENTS = 5
+N_SLOTS = 2
+# Samples are binned in pieces whose temporaries stay in the L2 cache.
+_PIECE = 2**17
+
+
+def empty_moments(M):
+    """Zero moments for a grid of ``M`` cells: shape ``(N_MOMENTS, N_SLOTS, M)``."""
+    return np.zeros((N_MOMENTS, N_SLOTS, M), dtype=np.float64)
+
+
+def add_cell_moments(out, slot, s, w=None):
+    """Add the cell moments of one chunk to ``out`` (in place).
+
+    Parameters
+    ----------
+    out : ndarray of shape (N_MOMENTS, N_SLOTS, M)
+    slot : int or ndarray of shape (n,) of int
+        Label slot of every sample (a scalar when the chunk has one class).
+    s : ndarray of shape (n,)
+        Scores in [0, 1] (any float dtype).
+    w : ndarray of shape (n,) or None
+        Weights; ``None`` means unit weights and takes a faster path (the count
+        and ``sum w^2`` then equal ``sum w``).
+
+    Notes
+    -----
+    A score of exactly 1 lands in an extra node slot (``theta = 0`` there) and
+    is folded into the last cell with ``theta = 1`` afterwards, which is how
+    :func:`.grid.bin_positions` places it; this saves a clipping pass.
+    """
+    M = out.shape[2]
+    size = N_SLOTS * (M + 1)
+    acc = np.zeros((3 if w is None else N_MOMENTS, size), dtype=np.float64)
+    n = s.shape[0]
+    scalar_slot = np.ndim(slot) == 0
+    for start in range(0, n, _PIECE):
+        stop = min(start + _PIECE, n)
+        x = np.multiply(s[start:stop], M, dtype=np.float64)
+        key = x.astype(np.intp)
+        theta = x - key
+        if scalar_slot:
+            if slot:
+                key += M + 1
+        else:
+            key += (M + 1) * slot[start:stop]
+        if w is None:
+            acc[0] += np.bincount(key, minlength=size)
+            acc[1] += np.bincount(key, weights=theta, minlength=size)
+            theta *= theta
+            acc[2] += np.bincount(key, weights=theta, minlength=size)
+            continue
+        ww = w[start:stop]
+        acc[0] += np.bincount(key, weights=ww, minlength=size)
+        wt = ww * theta
+        acc[1] += np.bincount(key, weights=wt, minlength=size)
+        wt *= theta
+        acc[2] += np.bincount(key, weights=wt, minlength=size)
+        acc[3] += np.bincount(key, minlength=size)
+        acc[4] += np.bincount(key, weights=ww * ww, minlength=size)
+    if w is None:
+        acc = np.concatenate([acc, acc[:1], acc[:1]])
+    acc = acc.reshape(N_MOMENTS, N_SLOTS, M + 1)
+    # Scores equal to 1: move from the extra node to the last cell, theta = 1.
+    top = acc[:, :, M]
+    acc[:, :, M - 1] += top
+    acc[1:3, :, M - 1] += top[0] - top[1:3]
+    out += acc[:, :, :M]
+    return out
+
+
+def node_statistics(moments, pos_slot, neg_slot):
+    """Grid statistics ``(sum w, sum w*y, sum w*s)`` per node, shape ``(M + 1, 3)``.
+
+    ``pos_slot`` / ``neg_slot`` index the label slots of the positive and the
+    negative class (``None`` when that class was never seen).
+    """
+    M = moments.shape[2]
+    cells = np.zeros((2 * M, 3), dtype=np.float64)
+    if neg_slot is not None:
+        cells[:M] = moments[:3, neg_slot].T
+    if pos_slot is not None:
+        cells[M:] = moments[:3, pos_slot].T
+    return statistics_from_cells(cells, M)
+
+
+def grid_bin_edges(n_bins, M):
+    """Uniform bin edges moved to the nearest grid point ``j / M``.
+
+    When ``n_bins`` divides ``M`` the edges are exactly ``k / n_bins``.
+    """
+    return np.rint(np.linspace(0.0, M, n_bins + 1)).astype(np.intp)
+
+
+def grid_bin_table(moments, pos_slot, n_bins):
+    """Per-bin sums of the binned calibration errors from cell moments.
+
+    The bins are ``[e_k, e_{k+1})`` (last one closed) with the edges of
+    :func:`grid_bin_edges`: a bin is a union of whole cells, so its sums are
+    exact sums over the samples it holds.
+    """
+    M = moments.shape[2]
+    node = grid_bin_edges(n_bins, M)
+    starts = node[:-1]
+    keep_edges = np.flatnonzero(np.diff(node) > 0)
+    per_cell = moments.sum(axis=1)
+    c = np.arange(M, dtype=np.float64)
+    weight_sum = per_cell[0]
+    score_sum = (c * weight_sum + per_cell[1]) / M
+    label_sum = moments[0, pos_slot] if pos_slot is not None else np.zeros(M)
+    cols = np.stack([weight_sum, per_cell[4], label_sum, score_sum, per_cell[3]])
+    sums = np.zeros((5, n_bins), dtype=np.float64)
+    sums[:, keep_edges] = np.add.reduceat(cols, starts[keep_edges], axis=1)
+    keep = sums[0] > 0
+    sw = sums[0, keep]
+    return BinTable(
+        edges=node / M,
+        index=np.flatnonzero(keep),
+        weight=sw,
+        weight_sq=sums[1, keep],
+        mean_label=sums[2, keep] / sw,
+        mean_score=sums[3, keep] / sw,
+        count=np.rint(sums[4, keep]).astype(np.int64),
+    )
+
+
+def is_dask_collection(x):
+    """True for dask collections, without importing dask."""
+    return type(x).__module__.partition(".")[0] == "dask" and hasattr(
+        x, "__dask_graph__"
+    )
+
+
+def any_dask(*arrays):
+    return any(is_dask_collection(a) for a in arrays)
+
+
+def _merge_all(merge, *parts):
+    out = parts[0]
+    for p in parts[1:]:
+        out = merge(out, p)
+    return out
+
+
+def map_reduce_blocks(func, merge, arrays, *, split_every=8, shared=None, offsets=False):
+    """Apply ``func`` to aligned row blocks of dask arrays, tree-reduce with ``merge``.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(*blocks)`` on the numpy blocks (``None`` stays ``None``), returning
+        a partial result; must be picklable for a process-based cluster.
+    merge : callable
+        Associative ``merge(a, b)`` of two partial results.
+    arrays : sequence of array-like or None
+        1-D or 2-D arrays with the same number of rows; numpy arrays are
+        wrapped with the row chunks of the first dask array. 2-D arrays are
+        kept whole along their second axis.
+    split_every : int
+        Fan-in of the reduction tree.
+    shared : object, default=None
+        If given, passed as the first argument of every ``func`` call; it is
+        put in the graph once, so a large object travels once per worker.
+    offsets : bool, default=False
+        Pass the row offset of each block (after ``shared``) to ``func``.
+
+    Returns
+    -------
+    The merged result, computed with the active dask scheduler.
+    """
+    import dask
+    import dask.array as da
+
+    ref = next(a for a in arrays if is_dask_collection(a))
+    if any(np.isnan(c) for c in ref.chunks[0]):
+        raise ValueError(
+            "dask arrays with unknown chunk sizes are not supported; call "
+            "compute_chunk_sizes() first."
+        )
+    rows = ref.chunks[0]
+    aligned = []
+    for a in arrays:
+        if a is None:
+            aligned.append(None)
+            continue
+        a = a if is_dask_collection(a) else da.asarray(np.asarray(a))
+        if a.ndim == 0 or a.shape[0] != ref.shape[0]:
+            raise ValueError(
+                f"Inconsistent numbers of samples: {ref.shape[0]} and "
+                f"{a.shape[0] if a.ndim else 'a scalar'}."
+            )
+        chunks = {0: rows, **{k: -1 for k in range(1, a.ndim)}}
+        aligned.append(a.rechunk(chunks).to_delayed().ravel())
+    n_blocks = len(rows)
+    fn = dask.delayed(func, pure=True)
+    head = [] if shared is None else [dask.delayed(shared)]
+    starts = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(int).tolist()
+    parts = [
+        fn(
+            *head,
+            *([starts[b]] if offsets else []),
+            *(None if a is None else a[b] for a in aligned),
+        )
+        for b in range(n_blocks)
+    ]
+    reduce_ = dask.delayed(_merge_all, pure=True)
+    while len(parts) > 1:
+        parts = [
+            reduce_(merge, *parts[i : i + split_every])
+            for i in range(0, len(parts), split_every)
+        ]
+    (result,) = dask.compute(parts[0])
+    return result
+
+
+# -- certified NW bound in two passes -----------------------------------------
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _splitmix64(x):
+    """The splitmix64 finaliser on uint64 arrays (wrapping arithmetic)."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def stream_folds(start, n, seed, n_splits):
+    """Fold of the samples at stream positions ``start, ..., start + n - 1``.
+
+    A hash of the position and the seed: the same sample gets the same fold in
+    every pass and on every worker, and the folds do not depend on the data.
+    """
+    key = _splitmix64(np.array([seed], dtype=np.uint64))[0]
+    pos = np.arange(start, start + n, dtype=np.uint64) ^ key
+    return (_splitmix64(pos) % np.uint64(n_splits)).astype(np.intp)
+
+
+def add_fold_cell_sums(out, fold, s, y):
+    """Pass 1: per fold and cell ``[count, sum theta, sum theta^2, sum y]``.
+
+    ``out`` has shape ``(4, n_splits, M)``; the count is kept exactly (int64
+    values stored in float64 are exact below 2**53).
+    """
+    n_splits, M = out.shape[1], out.shape[2]
+    size = n_splits * M
+    x = np.multiply(s, M, dtype=np.float64)
+    cell = np.minimum(x.astype(np.intp), M - 1)
+    theta = x - cell
+    key = fold * M + cell
+    out[0] += np.bincount(key, minlength=size).reshape(n_splits, M)
+    out[1] += np.bincount(key, weights=theta, minlength=size).reshape(n_splits, M)
+    out[2] += np.bincount(key, weights=theta * theta, minlength=size).reshape(
+        n_splits, M
+    )
+    out[3] += np.bincount(key, weights=y, minlength=size).reshape(n_splits, M)
+    return out
+
+
+def _window_sum(prefix, lo, hi):
+    return prefix[hi] - prefix[lo]
+
+
+def _prefix(v):
+    out = np.zeros(v.shape[0] + 1, dtype=v.dtype)
+    np.cumsum(v, out=out[1:])
+    return out
+
+
+def cell_prefix_sums(sums):
+    """Prefix sums over the cells of one training part, for :func:`cell_window_tables`.
+
+    ``sums`` holds ``[count, sum theta, sum theta^2, sum y]`` per cell (shape
+    ``(4, M)``). Counts and their ``j``- and ``j^2``-weighted versions are kept
+    in wrapping uint64 arithmetic: window differences of them are then exact
+    whenever the result fits in int64 (it would take more than 1e10 samples in
+    one window to overflow), so the second moment does not lose digits to
+    cancellation however far the window is from 0.
+    """
+    M = sums.shape[1]
+    n_int = np.rint(sums[0]).astype(np.uint64)
+    j = np.arange(M, dtype=np.uint64)
+    return {
+        "n": _prefix(n_int),
+        "jn": _prefix(j * n_int),
+        "jjn": _prefix(j * j * n_int),
+        "t1": _prefix(sums[1]),
+        "t2": _prefix(sums[2]),
+        "jt1": _prefix(np.arange(M) * sums[1]),
+        "y": _prefix(sums[3]),
+    }
+
+
+def cell_window_tables(prefix, r):
+    """Box-window statistics of every cell for a window of ``2 r + 1`` cells.
+
+    The window of cell ``c`` is cells ``c - r .. c + r`` (clipped to the grid),
+    all its training points weighted equally. ``prefix`` comes from
+    :func:`cell_prefix_sums`.
+
+    Returns ``count``, ``eta`` (mean label), ``p0 = mean(s_i - x_c)`` and
+    ``q0 = mean((s_i - x_c)^2)`` around the cell centre ``x_c = (c + 1/2)/M``.
+    """
+    M = prefix["n"].shape[0] - 1
+    c = np.arange(M)
+    lo = np.maximum(c - r, 0)
+    hi = np.minimum(c + r, M - 1) + 1
+    cu = c.astype(np.uint64)
+
+    def wsum(key):
+        return _window_sum(prefix[key], lo, hi)
+
+    count_u, jn = wsum("n"), wsum("jn")
+    s1_u = jn - cu * count_u
+    s2_u = wsum("jjn") - np.uint64(2) * cu * jn + cu * cu * count_u
+    count = count_u.astype(np.float64)
+    p1 = s1_u.view(np.int64).astype(np.float64)  # sum (j - c) n_j
+    p2 = s2_u.view(np.int64).astype(np.float64)  # sum (j - c)^2 n_j
+    t1, t2 = wsum("t1"), wsum("t2")
+    jt1 = wsum("jt1") - c * t1
+    safe = np.maximum(count, 1.0)
+    # s_i - x_c = (o - 1/2 + theta_i) / M with o = j - c the cell offset.
+    p0 = (p1 - 0.5 * count + t1) / (M * safe)
+    q0 = (p2 - p1 + 0.25 * count + 2.0 * jt1 - t1 + t2) / (M * M * safe)
+    return count, wsum("y") / safe, p0, np.maximum(q0, 0.0)
+
+
+def nw_g(count, m1, m2, lip1, lip2):
+    """``g = min(1, L1 |m1| + (L2 / 2) m2 + nu / 2)``, 1 on empty windows."""
+    safe = np.maximum(count, 1.0)
+    g = lip1 * np.abs(m1) + 0.5 * lip2 * m2 + 0.5 / np.sqrt(safe)
+    return np.where(count > 0, np.minimum(g, 1.0), 1.0)
+
+
+def select_window_cells(sums, candidates, lip1, lip2):
+    """Window half-width (in cells) minimising the mean of ``g`` over the
+    training points, evaluated at the cell centres (uses the training part
+    only)."""
+    weight = sums[0] / sums[0].sum()
+    prefix = cell_prefix_sums(sums)
+    best, best_crit = candidates[0], np.inf
+    for r in candidates:
+        count, _, p0, q0 = cell_window_tables(prefix, int(r))
+        crit = (weight * nw_g(count, p0, q0, lip1, lip2)).sum()
+        if crit < best_crit:
+            best, best_crit = int(r), crit
+    return best
+
+
+def nw_validation_terms(tables, fold, s, lip1, lip2):
+    """Pass 2: ``|eta_hat(s) - s|`` and ``g(s)`` of each sample, from its fold's
+    cell tables (``tables`` = (count, eta, p0, q0), each of shape
+    ``(n_splits, M)``)."""
+    count, eta, p0, q0 = tables
+    M = count.shape[1]
+    x = np.multiply(s, M, dtype=np.float64)
+    cell = np.minimum(x.astype(np.intp), M - 1)
+    d = (x - cell - 0.5) / M
+    key = fold * M + cell
+    n_w = count.ravel()[key]
+    pk = p0.ravel()[key]
+    m1 = pk - d
+    m2 = np.maximum(q0.ravel()[key] - 2.0 * d * pk + d * d, 0.0)
+    err = np.where(n_w > 0, np.abs(eta.ravel()[key] - s), 0.0)
+    return err, nw_g(n_w, m1, m2, lip1, lip2)
+
+
+def moments_by_group(values, group, n_groups):
+    """Per-group ``(count, mean, M2)`` of ``values`` (M2 = sum of squared
+    deviations), ready for :func:`merge_moments`."""
+    n = np.bincount(group, minlength=n_groups).astype(np.float64)
+    mean = np.bincount(group, weights=values, minlength=n_groups) / np.maximum(n, 1)
+    dev = values - mean[group]
+    return np.stack([n, mean, np.bincount(group, weights=dev * dev, minlength=n_groups)])
+
+
+def merge_moments(a, b):
+    """Chan et al.'s pairwise merge of ``(count, mean, M2)`` rows."""
+    n = a[0] + b[0]
+    safe = np.maximum(n, 1)
+    delta = b[1] - a[1]
+    mean = a[1] + delta * b[0] / safe
+    m2 = a[2] + b[2] + delta * delta * a[0] * b[0] / safe
+    return np.stack([n, mean, m2])

@@ -1,0 +1,356 @@
+"""Nadaraya-Watson smoothers.
+
+Dirichlet-kernel smoother on the probability simplex, used by ECE-KDE
+(leave-one-out, at the training points) and by the multiclass recalibrator
+(at new points). The evaluation streams over chunks of evaluation rows, so
+memory is ``O(chunk_size * n_train)``, never ``n_eval * n_train``.
+
+Weights are frequency weights: a point of weight ``w`` counts as ``w`` copies
+of itself. Leaving a point out therefore leaves ``max(w - 1, 0)`` copies of it
+among its own neighbours, and ``w`` copies form ``w * max(w - 1, 0)`` ordered
+pairs of distinct samples. With integer weights every statistic equals the one
+computed on the data with rows repeated; weights ``<= 1`` act as relative
+(importance) weights, and multiplying all of them by a constant changes
+nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from .kernels import SIMPLEX_EPS, clip_simplex, dirichlet_log_normalizer
+
+__all__ = ["DirichletSmootherResult", "dirichlet_nw", "default_chunk_size"]
+
+# Size of one (chunk, n_train) float64 work array; about three are alive per
+# chunk and per worker.
+_CHUNK_BYTES = 2**25
+
+
+def default_chunk_size(n_train, chunk_bytes=_CHUNK_BYTES):
+    """Number of evaluation rows per chunk so that a work array fits ``chunk_bytes``."""
+    return int(max(1, chunk_bytes // (8 * max(int(n_train), 1))))
+
+
+@dataclass(frozen=True)
+class DirichletSmootherResult:
+    """Row statistics of the Dirichlet Nadaraya-Watson smoother.
+
+    Attributes
+    ----------
+    ratio : ndarray of shape (n_eval, n_outputs) or None
+        ``R_j = sum_i v_ji k(x_j; f_i) y_i / sum_i v_ji k(x_j; f_i)``.
+    effective_sample_size : ndarray of shape (n_eval,)
+        ``(sum_i v_ji k_ji)^2 / sum_i (self-pair mass)``; ``1 / s_j`` for unit
+        weights, with ``s_j = sum_i W_ji^2`` and ``W`` the row-normalised kernel.
+    log_density : ndarray of shape (n_eval,)
+        Log of the weighted mean kernel ``sum_i v_ji k_ji / sum_i v_ji``.
+    pair_agreement : ndarray of shape (n_eval,) or None
+        U-statistic estimate of ``||E[e_y | x_j]||^2``: the kernel-weighted
+        fraction of pairs of distinct neighbours that share a label,
+        ``(||R_j||^2 - s_j) / (1 - s_j)`` for unit weights.
+    """
+
+    ratio: np.ndarray | None
+    effective_sample_size: np.ndarray
+    log_density: np.ndarray
+    pair_agreement: np.ndarray | None = None
+
+
+class DirichletCentres:
+    """Bandwidth-free training side of the Dirichlet smoother.
+
+    Centres are clipped into the open simplex and, when the targets are class
+    labels, sorted by label so that per-class kernel sums are contiguous
+    segment sums (``O(n)`` per row whatever the number of classes).
+
+    Parameters
+    ----------
+    F : ndarray of shape (n, K)
+        Kernel centres (probability vectors).
+    Y : ndarray of shape (n,) of int or (n, q) of float
+        Class indices in ``[0, K)`` or an arbitrary target matrix.
+    weight : ndarray of shape (n,)
+        Non-negative frequency weights.
+    """
+
+    def __init__(self, F, Y, weight, eps=SIMPLEX_EPS):
+        F = clip_simplex(F, eps)
+        Y = np.asarray(Y)
+        w = np.asarray(weight, dtype=np.float64)
+        self.n, self.K = F.shape
+        self.labels = Y.ndim == 1
+        if self.labels:
+            order = np.argsort(Y, kind="stable")
+            y = Y[order].astype(np.int64)
+            self.n_outputs = self.K
+            self.y = y
+            self.seg_starts = np.flatnonzero(np.r_[True, y[1:] != y[:-1]])
+            self.seg_classes = y[self.seg_starts]
+        else:
+            order = np.arange(self.n)
+            self.Y = np.asarray(Y, dtype=np.float64)
+            self.n_outputs = self.Y.shape[1]
+        self.order = order
+        self.position = np.empty(self.n, dtype=np.int64)
+        self.position[order] = np.arange(self.n)
+        self.F = F[order]
+        self.w = w[order]
+        with np.errstate(divide="ignore"):
+            self.log_w = np.log(self.w)
+        # Self-pair factor min(1, 1/w): w copies form w * max(w - 1, 0) pairs,
+        # i.e. (w k)^2 * (1 - min(1, 1/w)) of the squared weighted kernel mass.
+        self.unit_pairs = bool(np.all(self.w <= 1.0))
+        self.pair_c = np.minimum(1.0, 1.0 / np.maximum(self.w, 1.0))
+        self.total_w = float(self.w.sum())
+        self._shift = {}
+
+    def column_shift(self, bandwidth):
+        """``c_i - log w_i``; ``log(x) . f_i / b`` minus it is ``log(w_i k)``."""
+        key = float(bandwidth)
+        if key not in self._shift:
+            self._shift[key] = dirichlet_log_normalizer(self.F, key) - self.log_w
+        return self._shift[key]
+
+    def class_sums(self, G):
+        """Per-output sums ``G @ Y`` of a (rows, n) array of kernel weights."""
+        if not self.labels:
+            return G @ self.Y
+        out = np.zeros((G.shape[0], self.K))
+        out[:, self.seg_classes] = np.add.reduceat(G, self.seg_starts, axis=1)
+        return out
+
+    def loo_columns(self, rows):
+        """Column of each evaluation row's own centre, and its reweighting.
+
+        Returns ``(cols, log_shift, diag_c)``: ``log_shift`` turns ``log(w k)``
+        into ``log(max(w - 1, 0) k)`` (``-inf`` when no copy is left) and
+        ``diag_c`` is the self-pair factor of the remaining copies.
+        """
+        cols = self.position[rows]
+        w = self.w[cols]
+        rest = w - 1.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_shift = np.where(rest > 0, np.log(rest) - np.log(w), -np.inf)
+            diag_c = np.minimum(1.0, 1.0 / np.maximum(rest, 1.0))
+        return cols, log_shift, diag_c
+
+    def row_total_weight(self, rows=None):
+        """``sum_i v_ji``: total weight seen by each row (with its own copy removed)."""
+        if rows is None:
+            return self.total_w
+        return self.total_w - np.minimum(self.w[self.position[rows]], 1.0)
+
+
+def chunk_statistics(centres, L, loo=None, *, ratio=True, ess=True, pairs=False):
+    """Smoother statistics of a chunk of weighted log-kernel rows.
+
+    Parameters
+    ----------
+    centres : DirichletCentres
+    L : ndarray of shape (c, n)
+        ``log(w_i k(x_j; f_i))``; overwritten.
+    loo : tuple or None
+        ``centres.loo_columns(rows)`` for leave-one-out rows, else None.
+    ratio, ess, pairs : bool
+        Compute the ratio ``R``, the effective sample size and the pair
+        agreement (class-label targets only).
+
+    Returns
+    -------
+    dict with ``log_mass`` (``log sum_i v_ji k_ji``) and, as requested,
+    ``ratio``, ``ess`` and ``pairs``.
+
+    Notes
+    -----
+    Rows are exponentiated relative to their maximum (a row softmax), which
+    is exact for the ratio and the effective sample size. The pair statistic
+    ``(||A||^2 - Q) / (Z^2 - Q)`` cancels catastrophically when one neighbour
+    dominates (tiny bandwidth, many classes), so for it the row maximum
+    ``m1`` (column ``i*``) is split off and the other columns are
+    exponentiated relative to their own maximum ``m2``: with
+    ``rho = exp(m2 - m1)`` every sum reads ``1 + rho * (...)`` and the
+    statistic tends, as ``rho`` underflows, to the share of the remaining
+    mass that agrees with the nearest neighbour's label instead of ``0 / 0``.
+    """
+    rows = np.arange(L.shape[0])
+    if loo is not None:
+        cols, log_shift, diag_c = loo
+        L[rows, cols] += log_shift
+    if pairs:
+        if not centres.labels:
+            raise ValueError("The pair statistic needs class-label targets.")
+        istar = L.argmax(axis=1)
+        m1 = L[rows, istar]
+        L[rows, istar] = -np.inf
+        m_ref = L.max(axis=1)
+        has_rest = np.isfinite(m_ref)
+        m_ref = np.where(has_rest, m_ref, 0.0)
+        rho = np.where(has_rest, np.exp(np.minimum(m_ref - m1, 0.0)), 0.0)
+        lead = 1.0
+    else:
+        m1 = m_ref = L.max(axis=1)
+        rho, lead = 1.0, 0.0
+    L -= m_ref[:, None]
+    np.exp(L, out=L)
+    g = L
+    z = g.sum(axis=1)
+    total = lead + rho * z
+    out = {"log_mass": m1 + np.log(total)}
+    if ess or pairs:
+        if centres.unit_pairs:
+            q = np.einsum("ij,ij->i", g, g)
+        else:
+            q = np.einsum("ij,ij,j->i", g, g, centres.pair_c)
+        if loo is not None:
+            q += g[rows, cols] ** 2 * (diag_c - centres.pair_c[cols])
+        c_star = 0.0
+        if pairs:
+            c_star = centres.pair_c[istar]
+            if loo is not None:
+                c_star = np.where(istar == cols, diag_c, c_star)
+        if ess:
+            out["ess"] = total**2 / (lead * c_star + rho**2 * q)
+    if not (ratio or pairs):
+        return out
+    a = centres.class_sums(g)
+    if ratio:
+        top = a
+        if pairs:
+            top = a * rho[:, None]
+            top[rows, centres.y[istar]] += 1.0
+        out["ratio"] = top / total[:, None]
+    if pairs:
+        t = 1.0 - c_star
+        a_top = a[rows, centres.y[istar]]
+        x_num = np.einsum("ij,ij->i", a, a) - q
+        x_den = z * z - q
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            plain = (t + rho * (2.0 * a_top + rho * x_num)) / (
+                t + rho * (2.0 * z + rho * x_den)
+            )
+            # t == 0: numerator and denominator divided by rho (which may be 0).
+            scaled = (2.0 * a_top + rho * x_num) / (2.0 * z + rho * x_den)
+        out["pairs"] = np.where(t > 0, plain, scaled)
+    return out
+
+
+def iter_chunks(n, chunk_size):
+    """Slices ``[start, stop)`` covering ``range(n)``."""
+    return [slice(s, min(s + chunk_size, n)) for s in range(0, n, chunk_size)]
+
+
+def map_chunks(func, n, chunk_size, n_jobs):
+    """Run ``func(slice)`` over row chunks (threads: BLAS and ufuncs drop the GIL)."""
+    chunks = iter_chunks(n, chunk_size)
+    if n_jobs is None or n_jobs == 1 or len(chunks) == 1:
+        return [func(sl) for sl in chunks]
+    return Parallel(n_jobs=n_jobs, prefer="threads")(delayed(func)(sl) for sl in chunks)
+
+
+def dirichlet_nw(
+    F_train,
+    Y_train,
+    w_train,
+    F_eval=None,
+    bandwidth=0.1,
+    *,
+    leave_one_out=False,
+    pair_agreement=False,
+    chunk_size=None,
+    n_jobs=None,
+    eps=SIMPLEX_EPS,
+):
+    """Dirichlet-kernel Nadaraya-Watson smoother on the probability simplex.
+
+    ``R_j = sum_i w_i k_b(x_j; f_i) y_i / sum_i w_i k_b(x_j; f_i)`` with the
+    Dirichlet kernel ``k_b(x; f) = Dir(x; f / b + 1)`` (the kernel's parameters
+    come from the centre ``f_i``; it is evaluated at ``x_j``). Computed as a
+    row softmax of log-kernels, chunk by chunk.
+
+    Parameters
+    ----------
+    F_train : ndarray of shape (n, K)
+        Kernel centres; rows are probability vectors (zeros allowed: rows are
+        clipped to ``[eps, 1 - eps]`` and renormalised).
+    Y_train : ndarray of shape (n,) of int, or (n, q)
+        Class indices in ``[0, K)`` (the ratio is then ``E[e_y | x]``) or any
+        target matrix.
+    w_train : ndarray of shape (n,)
+        Non-negative frequency weights (see the module docstring).
+    F_eval : ndarray of shape (m, K) or None
+        Evaluation points; ``None`` means the training points.
+    bandwidth : float
+        ``b > 0``.
+    leave_one_out : bool, default=False
+        Leave each training point out of its own estimate (needs
+        ``F_eval=None``).
+    pair_agreement : bool, default=False
+        Also return the U-statistic estimate of ``||E[e_y | x_j]||^2``
+        (class-label targets only).
+    chunk_size : int or None
+        Evaluation rows per chunk; default keeps a work array near 32 MB.
+    n_jobs : int or None
+        Threads working on chunks in parallel.
+    eps : float
+        Clipping level.
+
+    Returns
+    -------
+    DirichletSmootherResult
+    """
+    centres = DirichletCentres(F_train, Y_train, w_train, eps)
+    if F_eval is None:
+        logX = np.log(centres.F)[centres.position]
+    else:
+        if leave_one_out:
+            raise ValueError(
+                "leave_one_out=True evaluates at the training points; "
+                "F_eval must be None."
+            )
+        logX = np.log(clip_simplex(F_eval, eps))
+    return _smooth(
+        centres,
+        logX,
+        bandwidth,
+        leave_one_out=leave_one_out,
+        ratio=True,
+        pairs=pair_agreement,
+        chunk_size=chunk_size,
+        n_jobs=n_jobs,
+    )
+
+
+def _smooth(
+    centres, logX, bandwidth, *, leave_one_out, ratio, pairs, chunk_size, n_jobs
+):
+    m = logX.shape[0]
+    Fb = centres.F / bandwidth
+    shift = centres.column_shift(bandwidth)
+    if chunk_size is None:
+        chunk_size = default_chunk_size(centres.n)
+
+    def work(sl):
+        L = logX[sl] @ Fb.T
+        L -= shift
+        rows = np.arange(sl.start, sl.stop)
+        loo = centres.loo_columns(rows) if leave_one_out else None
+        return chunk_statistics(centres, L, loo, ratio=ratio, pairs=pairs)
+
+    parts = map_chunks(work, m, chunk_size, n_jobs)
+    stats = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    if leave_one_out:
+        total = centres.row_total_weight(np.arange(m))
+    else:
+        total = centres.total_w
+    with np.errstate(divide="ignore"):
+        log_density = stats["log_mass"] - np.log(total)
+    return DirichletSmootherResult(
+        ratio=stats.get("ratio"),
+        effective_sample_size=stats["ess"],
+        log_density=log_density,
+        pair_agreement=stats.get("pairs"),
+    )

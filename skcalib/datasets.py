@@ -1,0 +1,286 @@
+"""Synthetic binary calibration problems with exact ground truth.
+
+Each problem draws an original score ``f ~ Uniform(0, 1)`` and a label
+``y ~ Bernoulli(η₀(f))``. Optionally the score is perturbed with the
+truncated sech kernel of scale ``h`` (as :class:`~skcalib.perturbation.
+PerturbedClassifier` does): ``s ~ k(· | f)``. The calibration function of the
+reported score is then ``η_h(s) = E[η₀(f) | s]`` and its L1 calibration error
+``CE = E|s - η_h(s)|`` is computed here by Gauss–Legendre quadrature, so any
+estimator can be checked against the truth.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from scipy.special import expit, logit
+from sklearn.utils import Bunch
+
+from ._backend.kernels import _sech, sech_normalizer, sech_sample
+from ._validation import check_int, check_random_generator, check_real
+
+__all__ = [
+    "PROBLEMS",
+    "make_calibration_problem",
+    "calibration_function",
+    "true_calibration_error",
+    "score_density",
+]
+
+
+def _overconfident(f):
+    # Temperature 2 on the logit scale: true odds are the square root of the
+    # predicted odds.
+    with np.errstate(divide="ignore"):
+        return expit(0.5 * logit(f))
+
+
+_ETA = {
+    "calibrated": lambda f: f,
+    "overconfident": _overconfident,
+    "u2": lambda f: f * f,
+    "step": lambda f: np.where(f < 0.5, 0.2, 0.8),
+    "wiggle": lambda f: np.clip(f + 0.15 * np.sin(30.0 * np.pi * f), 0.0, 1.0),
+}
+
+#: Names of the available problems.
+PROBLEMS = tuple(_ETA)
+
+# Gauss–Legendre nodes per panel; panels are dyadic so that the jump of
+# "step" at 0.5 is a panel edge.
+_GL_NODES = 8
+# The sech kernel beyond this many scales carries mass < 1e-17.
+_SECH_REACH = 40.0
+
+
+def _check_problem(problem):
+    if problem not in _ETA:
+        raise ValueError(
+            f"problem must be one of {', '.join(map(repr, PROBLEMS))}; got {problem!r}."
+        )
+    return problem
+
+
+def _check_scale(perturbation_scale):
+    if perturbation_scale is None:
+        return None
+    return check_real(
+        perturbation_scale, "perturbation_scale", low=0.0, high=1.0, include_low=False
+    )
+
+
+def _panels(width):
+    """Gauss–Legendre nodes and weights on [0, 1] with panels of ``width``."""
+    n_panels = int(round(1.0 / width))
+    x, w = np.polynomial.legendre.leggauss(_GL_NODES)
+    left = np.arange(n_panels) / n_panels
+    nodes = (left[:, None] + (x[None, :] + 1.0) / (2.0 * n_panels)).ravel()
+    weights = np.tile(w / (2.0 * n_panels), n_panels)
+    return nodes, weights
+
+
+def _panel_width(h, finest):
+    # Panels no wider than the kernel scale h (the kernel is analytic on that
+    # scale) and than ``finest``.
+    width = finest
+    if h is not None:
+        width = min(width, 2.0 ** np.floor(np.log2(h)))
+    return width
+
+
+# Widest panels of the f-integral: η₀ of "wiggle" oscillates with period 1/15
+# and has kinks, the others are smooth away from dyadic points. The
+# s-integrand is smooth on the scale h (up to kinks where η_h crosses the
+# diagonal). Halving every width changes the results by < 1e-6.
+_F_PANEL = {"wiggle": 2.0**-11}
+_F_PANEL_DEFAULT = 2.0**-9
+_S_PANEL = 2.0**-8
+
+
+@lru_cache(maxsize=16)
+def _f_quadrature(problem, h):
+    """Nodes of the f-integral with weights absorbing the density of f (1) and
+    the normaliser of the kernel, plus the same weights times η₀(f)."""
+    f_nodes, f_weights = _panels(
+        _panel_width(h, _F_PANEL.get(problem, _F_PANEL_DEFAULT))
+    )
+    # k(s | f) = sech((s - f) / h) / Z(f): the normaliser depends on f only.
+    f_mass = f_weights / sech_normalizer(f_nodes, h)
+    return f_nodes, f_mass, f_mass * _ETA[problem](f_nodes)
+
+
+def _integrate_f(s_points, problem, h):
+    """Score density ``q(s)`` and ``η_h(s)`` at sorted points ``s``."""
+    f_nodes, f_mass, f_eta = _f_quadrature(problem, h)
+    reach = _SECH_REACH * h
+    q = np.empty_like(s_points)
+    num = np.empty_like(s_points)
+    block = 256
+    for start in range(0, s_points.shape[0], block):
+        s = s_points[start : start + block]
+        lo = np.searchsorted(f_nodes, s[0] - reach)
+        hi = np.searchsorted(f_nodes, s[-1] + reach)
+        k = _sech((s[:, None] - f_nodes[None, lo:hi]) / h)
+        q[start : start + block] = k @ f_mass[lo:hi]
+        num[start : start + block] = k @ f_eta[lo:hi]
+    return q, num / q
+
+
+@lru_cache(maxsize=16)
+def _perturbed_tables(problem, h):
+    """Gauss–Legendre nodes and weights in s with ``q`` and ``η_h`` there."""
+    nodes, weights = _panels(_panel_width(h, _S_PANEL))
+    return (nodes, weights, *_integrate_f(nodes, problem, h))
+
+
+@lru_cache(maxsize=16)
+def _interpolation_table(problem, h):
+    # Uniform grid fine enough for linear interpolation of η_h
+    # (|η_h''| <= 3 / (2 h²)): error <= (step² / 8) 3 / (2 h²) <= 1e-5.
+    step = min(2.0**-11, h * np.sqrt(16.0 / 3.0 * 1e-5))
+    grid = np.linspace(0.0, 1.0, int(np.ceil(1.0 / step)) + 1)
+    return (grid, *_integrate_f(grid, problem, h))
+
+
+def calibration_function(s, *, problem="u2", perturbation_scale=None):
+    """Calibration function ``η(s) = P(y = 1 | score = s)`` of a problem.
+
+    Parameters
+    ----------
+    s : array-like
+        Scores in [0, 1].
+    problem : str, default="u2"
+        One of :data:`PROBLEMS`.
+    perturbation_scale : float, default=None
+        Scale ``h`` of the sech perturbation; ``None`` for the original scores.
+        With a perturbation, ``η`` is interpolated linearly from a grid fine
+        enough for an error below about 1e-5.
+
+    Returns
+    -------
+    eta : ndarray
+
+    Examples
+    --------
+    >>> from skcalib.datasets import calibration_function
+    >>> calibration_function([0.5], problem="u2")
+    array([0.25])
+    """
+    _check_problem(problem)
+    h = _check_scale(perturbation_scale)
+    s = np.asarray(s, dtype=np.float64)
+    if h is None:
+        return np.asarray(_ETA[problem](s), dtype=np.float64)
+    grid, _, eta = _interpolation_table(problem, h)
+    return np.interp(s, grid, eta)
+
+
+def score_density(s, *, problem="u2", perturbation_scale=None):
+    """Density of the (perturbed) score on [0, 1].
+
+    Examples
+    --------
+    >>> from skcalib.datasets import score_density
+    >>> score_density([0.2, 0.7])
+    array([1., 1.])
+    """
+    _check_problem(problem)
+    h = _check_scale(perturbation_scale)
+    s = np.asarray(s, dtype=np.float64)
+    if h is None:
+        return np.where((s >= 0) & (s <= 1), 1.0, 0.0)
+    grid, q, _ = _interpolation_table(problem, h)
+    return np.where((s >= 0) & (s <= 1), np.interp(s, grid, q), 0.0)
+
+
+def true_calibration_error(problem="u2", *, perturbation_scale=None):
+    """Exact L1 calibration error ``E|s - η(s)|`` of a problem, by quadrature.
+
+    Accurate to about 1e-6 (the integrand has kinks where ``η(s)`` crosses
+    ``s``).
+
+    Examples
+    --------
+    >>> from skcalib.datasets import true_calibration_error
+    >>> round(true_calibration_error("u2"), 6)  # ∫ (u - u²) du = 1/6
+    0.166667
+    """
+    _check_problem(problem)
+    h = _check_scale(perturbation_scale)
+    return _true_ce(problem, h)
+
+
+@lru_cache(maxsize=64)
+def _true_ce(problem, h):
+    if h is None:
+        nodes, weights = _panels(2.0**-11)
+        return float(np.sum(weights * np.abs(nodes - _ETA[problem](nodes))))
+    nodes, weights, q, eta = _perturbed_tables(problem, h)
+    return float(np.sum(weights * q * np.abs(nodes - eta)))
+
+
+def make_calibration_problem(
+    n_samples, *, problem="u2", perturbation_scale=None, random_state=None
+):
+    """Sample a binary calibration problem whose calibration error is known.
+
+    Original scores are ``f ~ Uniform(0, 1)``, labels ``y ~ Bernoulli(η₀(f))``
+    with
+
+    * ``"calibrated"``: ``η₀(f) = f``;
+    * ``"overconfident"``: ``η₀(f) = expit(logit(f) / 2)``;
+    * ``"u2"``: ``η₀(f) = f²``;
+    * ``"step"``: ``η₀(f) = 0.2`` below 0.5 and ``0.8`` above;
+    * ``"wiggle"``: ``η₀(f) = clip(f + 0.15 sin(30πf), 0, 1)``, which a 15-bin
+      ECE averages away.
+
+    With ``perturbation_scale=h`` the reported score is drawn from the sech
+    kernel of scale ``h`` centred at ``f`` (the labels still depend on ``f``).
+
+    Parameters
+    ----------
+    n_samples : int
+    problem : str, default="u2"
+    perturbation_scale : float, default=None
+    random_state : int, Generator, RandomState or None, default=None
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        ``y_true`` (int 0/1), ``y_proba`` (reported scores), ``scores_orig``
+        (``f``), ``calibration_error`` (exact CE of the reported scores),
+        ``total_variation`` (of ``η₀``, an upper bound for the perturbed
+        calibration function), ``problem``, ``perturbation_scale``.
+
+    Examples
+    --------
+    >>> from skcalib.datasets import make_calibration_problem
+    >>> d = make_calibration_problem(1000, problem="u2", random_state=0)
+    >>> d.y_proba.shape, round(d.calibration_error, 4)
+    ((1000,), 0.1667)
+    """
+    n_samples = check_int(n_samples, "n_samples", min_val=1)
+    _check_problem(problem)
+    h = _check_scale(perturbation_scale)
+    rng = check_random_generator(random_state)
+    f = rng.random(n_samples)
+    y = (rng.random(n_samples) < _ETA[problem](f)).astype(np.int64)
+    s = f if h is None else sech_sample(f, h, rng)
+    return Bunch(
+        y_true=y,
+        y_proba=np.asarray(s, dtype=np.float64),
+        scores_orig=f,
+        calibration_error=_true_ce(problem, h),
+        total_variation=_total_variation(problem),
+        problem=problem,
+        perturbation_scale=h,
+    )
+
+
+@lru_cache(maxsize=16)
+def _total_variation(problem):
+    # Perturbation averages η₀ with a monotone-likelihood-ratio kernel, which
+    # does not increase the total variation, so TV(η₀) also bounds TV(η_h).
+    x = np.linspace(0.0, 1.0, 2**20 + 1)
+    return float(np.abs(np.diff(_ETA[problem](x))).sum())

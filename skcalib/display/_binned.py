@@ -1,0 +1,466 @@
+"""Binned reliability diagram with weights, multiclass reductions and bin mass."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import binary_tasks, check_multi_class
+from ..metrics import binned_calibration_error
+from ._plotting import ReliabilityDisplayBase, merge_style
+
+__all__ = ["BinnedReliabilityDisplay"]
+
+_NORM_NAMES = {"l1": "ECE", "l2": "RMSCE", "max": "MCE"}
+
+
+class BinnedReliabilityDisplay(ReliabilityDisplayBase):
+    """Binned reliability diagram: observed frequency per bin of predictions.
+
+    Each non-empty bin is a bar as wide as the bin, as high as the weighted
+    fraction of positives in it and as opaque as its share of the (weighted)
+    predictions; the markers sit at the bins' mean prediction. The legend
+    gives the binned calibration error computed by
+    :func:`skcalib.metrics.binned_calibration_error`. Unlike
+    :class:`sklearn.calibration.CalibrationDisplay`, it takes sample weights,
+    multiclass probabilities (top-label or one panel per class) and several
+    curves.
+
+    Use :meth:`from_estimator`, :meth:`from_predictions` or
+    :meth:`from_cv_results` to create one. Every data parameter holds one
+    value per curve (a list when there are several curves).
+
+    Parameters
+    ----------
+    mean_score : ndarray or list of ndarray
+        Weighted mean prediction of each non-empty bin.
+    mean_label : ndarray or list of ndarray
+        Weighted fraction of positives of each non-empty bin.
+    bin_weight : ndarray or list of ndarray
+        Total weight of each non-empty bin.
+    bin_edges : ndarray or list of ndarray
+        Edges of all bins.
+    bin_index : ndarray or list of ndarray
+        Position of each non-empty bin among the bins.
+    error : float or list of float, default=None
+        Binned calibration error, shown in the legend.
+    norm : {"l1", "l2", "max"}, default="l1"
+        Norm of ``error``: ECE, RMSCE or MCE in the legend.
+    class_label : object or list, default=None
+        Class of each one-vs-rest curve; curves of different classes go to
+        different panels.
+    multi_class : {None, "top-label", "classwise"}, default=None
+        Reduction the curves show (``None`` for a binary problem).
+    name : str or list of str, default=None
+    pos_label : int, float, bool or str, default=None
+
+    Attributes
+    ----------
+    line_ : matplotlib Line2D or list of Line2D
+        Markers at (mean prediction, fraction of positives).
+    bars_ : matplotlib BarContainer or list of BarContainer
+        The bins.
+    ref_line_ : matplotlib Line2D or None
+    ax_ : matplotlib Axes or ndarray of Axes
+    density_ax_ : matplotlib Axes, ndarray of Axes or None
+        Histogram panel(s) of the share of predictions per bin.
+    figure_ : matplotlib Figure
+
+    See Also
+    --------
+    SmoothReliabilityDisplay : The binning-free diagram.
+    skcalib.metrics.binned_calibration_error : The data of the diagram.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from skcalib.display import BinnedReliabilityDisplay
+    >>> disp = BinnedReliabilityDisplay.from_predictions(
+    ...     [0, 0, 1, 1], [0.1, 0.4, 0.6, 1.0], n_bins=2)
+    >>> disp.line_.get_label()
+    'Classifier (ECE = 0.225)'
+    >>> disp.mean_label
+    array([0., 1.])
+    >>> plt.close(disp.figure_)
+    """
+
+    _fields = (
+        "mean_score",
+        "mean_label",
+        "bin_weight",
+        "bin_edges",
+        "bin_index",
+        "error",
+    )
+    _value_field = "error"
+    _density_label = "Share"
+    _opt_keys = ("n_bins", "strategy", "norm")
+    _init_keys = ("norm",)
+    _plot_keys = (
+        "ax",
+        "curve_kwargs",
+        "ref_line",
+        "ref_line_kw",
+        "bar_kwargs",
+        "density_panel",
+        "despine",
+    )
+
+    def __init__(
+        self,
+        *,
+        mean_score,
+        mean_label,
+        bin_weight,
+        bin_edges,
+        bin_index,
+        error=None,
+        norm="l1",
+        class_label=None,
+        multi_class=None,
+        name=None,
+        pos_label=None,
+    ):
+        self.mean_score = mean_score
+        self.mean_label = mean_label
+        self.bin_weight = bin_weight
+        self.bin_edges = bin_edges
+        self.bin_index = bin_index
+        self.error = error
+        self.norm = norm
+        self.class_label = class_label
+        self.multi_class = multi_class
+        self.name = name
+        self.pos_label = pos_label
+
+    @property
+    def _metric_name(self):
+        return _NORM_NAMES.get(self.norm, "Error")
+
+    def plot(
+        self,
+        ax=None,
+        *,
+        name=None,
+        curve_kwargs=None,
+        ref_line=True,
+        ref_line_kw=None,
+        bar_kwargs=None,
+        density_panel=False,
+        despine=False,
+    ):
+        """Plot the diagram.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes or array of Axes, default=None
+            Axes to draw on (one per class for a classwise diagram).
+        name : str or list of str, default=None
+            Legend name(s); ``None`` uses :attr:`name`.
+        curve_kwargs : dict or list of dict, default=None
+            Keywords for :meth:`matplotlib.axes.Axes.plot` of the markers, with
+            the multi-curve conventions of
+            :meth:`SmoothReliabilityDisplay.plot`.
+        ref_line : bool, default=True
+            Draw the diagonal of perfect calibration (once per axes).
+        ref_line_kw : dict, default=None
+            Keywords for the diagonal.
+        bar_kwargs : dict, default=None
+            Keywords for :meth:`matplotlib.axes.Axes.bar`. By default the bars
+            take the markers' colour, with an opacity proportional to the
+            bin's share of the predictions.
+        density_panel : bool or matplotlib Axes, default=False
+            ``True`` adds a panel below with the share of predictions per bin;
+            an Axes draws that histogram there.
+        despine : bool, default=False
+            Remove the top and right spines.
+
+        Returns
+        -------
+        display : BinnedReliabilityDisplay
+        """
+        return self._plot(
+            ax,
+            name=name,
+            curve_kwargs=curve_kwargs,
+            ref_line=ref_line,
+            ref_line_kw=ref_line_kw,
+            density_panel=density_panel,
+            despine=despine,
+            draw_kwargs={"bar_kwargs": bar_kwargs},
+        )
+
+    def _draw(self, ax, r, style, dax, *, bar_kwargs):
+        from matplotlib.colors import to_rgba
+
+        edges = np.asarray(r["bin_edges"], dtype=float)
+        idx = np.asarray(r["bin_index"], dtype=int)
+        weight = np.asarray(r["bin_weight"], dtype=float)
+        left, width = edges[idx], edges[idx + 1] - edges[idx]
+        share = weight / weight.sum() if weight.size else weight
+        (line,) = ax.plot(
+            r["mean_score"],
+            r["mean_label"],
+            **merge_style(
+                {"marker": "o", "markersize": 4, "linestyle": "-", "linewidth": 1.2},
+                style,
+            ),
+        )
+        fade = 1.0 if line.get_alpha() is None else line.get_alpha()
+        rgb = to_rgba(line.get_color())[:3]
+        peak = share.max() if share.size else 1.0
+        # Opacity is the bin's share relative to the fullest bin, floored so
+        # that sparse bins stay visible.
+        alphas = fade * (0.06 + 0.34 * share / peak)
+        defaults = {
+            "color": [(*rgb, a) for a in alphas],
+            "edgecolor": (*rgb, 0.35 * fade),
+            "linewidth": 0.5,
+            "align": "edge",
+            "zorder": line.get_zorder() - 1,
+        }
+        bars = ax.bar(left, r["mean_label"], width, **merge_style(defaults, bar_kwargs))
+        if dax is not None:
+            dax.bar(
+                left,
+                share,
+                width,
+                align="edge",
+                color=(*rgb, 0.45 * fade),
+                edgecolor=(*rgb, 0.8 * fade),
+                linewidth=0.6,
+            )
+        return line, bars
+
+    def _set_extras(self, extras):
+        self.bars_ = extras
+
+    @staticmethod
+    def _compute(
+        y_true,
+        y_proba,
+        *,
+        sample_weight,
+        pos_label,
+        labels,
+        multi_class,
+        data,
+        n_bins,
+        strategy,
+        norm,
+    ):
+        options = {
+            "n_bins": n_bins,
+            "strategy": strategy,
+            "norm": norm,
+            "return_bins": True,
+        }
+        if data.kind == "multiclass" and multi_class == "classwise":
+            # One panel per class, each with its own one-vs-rest error (the
+            # metric itself reports their mean).
+            check_multi_class(multi_class, ("top-label", "classwise"))
+            per_class = [
+                binned_calibration_error(y, s, sample_weight=w, **options)
+                for y, s, w in binary_tasks(data, "classwise")
+            ]
+            labelled = [
+                (t, e, c) for (e, t), c in zip(per_class, data.classes, strict=True)
+            ]
+        else:
+            error, table = binned_calibration_error(
+                y_true,
+                y_proba,
+                multi_class=multi_class,
+                sample_weight=sample_weight,
+                pos_label=pos_label,
+                labels=labels,
+                **options,
+            )
+            labelled = [(table, error, None)]
+        return [
+            {
+                "mean_score": t["mean_score"],
+                "mean_label": t["mean_label"],
+                "bin_weight": t["weight"],
+                "bin_edges": t["edges"],
+                "bin_index": t["bin"],
+                "error": e,
+                "class_label": c,
+            }
+            for t, e, c in labelled
+        ]
+
+    @classmethod
+    def from_predictions(
+        cls,
+        y_true,
+        y_proba,
+        *,
+        n_bins=15,
+        strategy="uniform",
+        norm="l1",
+        multi_class="top-label",
+        sample_weight=None,
+        pos_label=None,
+        labels=None,
+        name="Classifier",
+        ax=None,
+        curve_kwargs=None,
+        ref_line=True,
+        ref_line_kw=None,
+        bar_kwargs=None,
+        density_panel=False,
+        despine=False,
+    ):
+        """Plot the binned reliability diagram of predicted probabilities.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,)
+        y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        n_bins, strategy, norm, multi_class, sample_weight, pos_label, labels
+            As in :func:`skcalib.metrics.binned_calibration_error`.
+            ``multi_class="classwise"`` draws one panel per class.
+        name : str, default="Classifier"
+        ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, \
+despine
+            As in :meth:`plot`.
+
+        Returns
+        -------
+        display : BinnedReliabilityDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from skcalib.display import BinnedReliabilityDisplay
+        >>> rng = np.random.default_rng(0)
+        >>> P = rng.dirichlet([1, 1, 1], size=3000)
+        >>> y = np.array([rng.choice(3, p=row) for row in P])
+        >>> disp = BinnedReliabilityDisplay.from_predictions(
+        ...     y, P, multi_class="classwise", n_bins=10, strategy="quantile")
+        >>> disp.ax_.shape, disp.class_label
+        ((3,), [0, 1, 2])
+        >>> plt.close(disp.figure_)
+        """
+        return cls._from_predictions(
+            y_true, y_proba, labels=labels, **cls._route(locals())
+        )
+
+    @classmethod
+    def from_estimator(
+        cls,
+        estimator,
+        X,
+        y,
+        *,
+        n_bins=15,
+        strategy="uniform",
+        norm="l1",
+        multi_class="top-label",
+        sample_weight=None,
+        pos_label=None,
+        name=None,
+        ax=None,
+        curve_kwargs=None,
+        ref_line=True,
+        ref_line_kw=None,
+        bar_kwargs=None,
+        density_panel=False,
+        despine=False,
+    ):
+        """Plot the binned reliability diagram of a fitted classifier.
+
+        Parameters
+        ----------
+        estimator : fitted classifier
+            Classifier (or pipeline) with ``predict_proba``.
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        name : str, default=None
+            Legend name; ``None`` uses the estimator's class name.
+        pos_label : int, float, bool or str, default=None
+            Positive class of a binary problem; ``None`` is
+            ``estimator.classes_[1]``.
+        n_bins, strategy, norm, multi_class, sample_weight, ax, curve_kwargs, \
+ref_line, ref_line_kw, bar_kwargs, density_panel, despine
+            As in :meth:`from_predictions`.
+
+        Returns
+        -------
+        display : BinnedReliabilityDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> from sklearn.datasets import make_classification
+        >>> from sklearn.naive_bayes import GaussianNB
+        >>> from skcalib.display import BinnedReliabilityDisplay
+        >>> X, y = make_classification(n_samples=2000, random_state=0)
+        >>> clf = GaussianNB().fit(X[:1000], y[:1000])
+        >>> disp = BinnedReliabilityDisplay.from_estimator(
+        ...     clf, X[1000:], y[1000:], n_bins=10, density_panel=True)
+        >>> disp.line_.get_label()
+        'GaussianNB (ECE = 0.0...)'
+        >>> plt.close(disp.figure_)
+        """
+        return cls._from_estimator(estimator, X, y, **cls._route(locals()))
+
+    @classmethod
+    def from_cv_results(
+        cls,
+        cv_results,
+        X,
+        y,
+        *,
+        n_bins=15,
+        strategy="uniform",
+        norm="l1",
+        multi_class="top-label",
+        sample_weight=None,
+        pos_label=None,
+        name=None,
+        ax=None,
+        curve_kwargs=None,
+        ref_line=True,
+        ref_line_kw=None,
+        bar_kwargs=None,
+        density_panel=False,
+        despine=False,
+    ):
+        """Plot one binned reliability curve per cross-validation split.
+
+        Parameters
+        ----------
+        cv_results : dict
+            Output of :func:`sklearn.model_selection.cross_validate` with
+            ``return_estimator=True`` and ``return_indices=True``.
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        name : str or list of str, default=None
+        n_bins, strategy, norm, multi_class, sample_weight, pos_label, ax, \
+curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, despine
+            As in :meth:`from_estimator`.
+
+        Returns
+        -------
+        display : BinnedReliabilityDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> from sklearn.datasets import make_classification
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from sklearn.model_selection import cross_validate
+        >>> from skcalib.display import BinnedReliabilityDisplay
+        >>> X, y = make_classification(n_samples=900, random_state=0)
+        >>> cv = cross_validate(LogisticRegression(), X, y, cv=3,
+        ...                     return_estimator=True, return_indices=True)
+        >>> disp = BinnedReliabilityDisplay.from_cv_results(
+        ...     cv, X, y, n_bins=5, name=["a", "b", "c"],
+        ...     curve_kwargs=[{"color": c} for c in ("C0", "C1", "C2")])
+        >>> [line.get_label()[:1] for line in disp.line_]
+        ['a', 'b', 'c']
+        >>> plt.close(disp.figure_)
+        """
+        return cls._from_cv_results(cv_results, X, y, **cls._route(locals()))

@@ -1,0 +1,522 @@
+"""Certified calibration-error bounds: terms per method, and bound vs sample size."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_calibration_inputs, check_random_generator, check_real
+from ..metrics import binned_calibration_error
+from ..metrics._bounds import calibration_error_bound
+from ._plotting import merge_style, pyplot
+
+__all__ = ["CalibrationBoundDisplay"]
+
+# How each additive term of a bound reads on the plot: the point estimate of
+# CE, the price of estimating it from a finite validation sample, and the price
+# of the surrogate calibration function.
+_TERM_GROUPS = {
+    "validation_error": "estimate",
+    "validation_deviation": "concentration",
+    "smoother_deviation": "concentration",
+    "smoother_error": "approximation",
+    "tv_estimation": "approximation",
+    "tv_transfer": "approximation",
+}
+_GROUPS = ("estimate", "concentration", "approximation", "other")
+_GROUP_COLORS = {
+    "estimate": "C0",
+    "concentration": "C1",
+    "approximation": "C2",
+    "other": "C7",
+}
+_METHOD_LABELS = {
+    "tv": "TV",
+    "nw": "Nadaraya-Watson",
+    "lipschitz": "Lipschitz buckets",
+}
+
+
+def _grouped(terms):
+    out = dict.fromkeys(_GROUPS, 0.0)
+    for key, value in terms.items():
+        out[_TERM_GROUPS.get(key, "other")] += value
+    return out
+
+
+def _default_methods(perturbation_scale, lipschitz):
+    methods = ["tv"]
+    if perturbation_scale is not None:
+        methods.append("nw")
+    if perturbation_scale is not None or lipschitz is not None:
+        methods.append("lipschitz")
+    return methods
+
+
+class CalibrationBoundDisplay:
+    """Certified upper bounds on the calibration error, term by term.
+
+    For one binary dataset, each certified bound of
+    :func:`skcalib.metrics.calibration_error_bound` is drawn as a stacked bar
+    of its additive terms grouped as *estimate* (the surrogate's point
+    estimate of CE), *concentration* (empirical Bernstein deviations) and
+    *approximation* (the bound on the surrogate's error), next to the binned
+    ECE and, when known, the true calibration error. :meth:`from_sample_sizes`
+    shows instead how the bounds shrink with the sample size (log-log).
+
+    Use :meth:`from_predictions` or :meth:`from_sample_sizes` to create one.
+
+    Parameters
+    ----------
+    methods : list of str
+        Bound methods (``"tv"``, ``"nw"``, ``"lipschitz"``).
+    upper : list of float or list of ndarray
+        Upper bound of each method (per sample size for the size view).
+    estimate : list of float or list of ndarray
+        Point estimate of each method.
+    terms : list of dict
+        Additive terms of each bound (single-dataset view).
+    sample_sizes : ndarray, default=None
+        Sample sizes of the size view (``None`` for the single-dataset view).
+    binned_ece : float or ndarray, default=None
+        Binned ECE of the same data (per sample size for the size view).
+    n_bins : int, default=None
+        Bins of ``binned_ece``.
+    true_ce : float, default=None
+        True calibration error, when known (synthetic data).
+    delta : float, default=None
+        Failure probability of the bounds.
+    name : str, default=None
+        Title of the plot.
+
+    Attributes
+    ----------
+    bars_ : dict of BarContainer
+        Single-dataset view: the stacked segments, keyed by term group.
+    line_ : list of Line2D
+        Size view: the upper bound of each method.
+    ece_line_ : Line2D or None
+        The binned ECE.
+    true_ce_line_ : Line2D or None
+        The true calibration error.
+    ax_ : matplotlib Axes
+    figure_ : matplotlib Figure
+
+    See Also
+    --------
+    skcalib.metrics.calibration_error_bound : The bounds.
+    PerturbationDisplay : Choosing the perturbation scale of the NW bound.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from skcalib.display import CalibrationBoundDisplay
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20000)
+    >>> y = rng.uniform(size=20000) < s ** 2        # true CE = 1/6
+    >>> disp = CalibrationBoundDisplay.from_predictions(
+    ...     y, s, lipschitz=2.0, true_ce=1 / 6, random_state=0)
+    >>> disp.methods
+    ['tv', 'lipschitz']
+    >>> bool(all(u >= 1 / 6 for u in disp.upper))
+    True
+    >>> plt.close(disp.figure_)
+    """
+
+    def __init__(
+        self,
+        *,
+        methods,
+        upper,
+        estimate,
+        terms=None,
+        sample_sizes=None,
+        binned_ece=None,
+        n_bins=None,
+        true_ce=None,
+        delta=None,
+        name=None,
+    ):
+        self.methods = methods
+        self.upper = upper
+        self.estimate = estimate
+        self.terms = terms
+        self.sample_sizes = sample_sizes
+        self.binned_ece = binned_ece
+        self.n_bins = n_bins
+        self.true_ce = true_ce
+        self.delta = delta
+        self.name = name
+
+    def plot(self, ax=None, *, name=None, bar_kwargs=None, despine=False):
+        """Plot the bounds.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Axes to draw on; ``None`` creates a figure.
+        name : str, default=None
+            Title; ``None`` uses :attr:`name`.
+        bar_kwargs : dict, default=None
+            Keywords for :meth:`matplotlib.axes.Axes.bar` (single-dataset
+            view) or :meth:`matplotlib.axes.Axes.plot` (size view).
+        despine : bool, default=False
+            Remove the top and right spines.
+
+        Returns
+        -------
+        display : CalibrationBoundDisplay
+        """
+        if ax is None:
+            _, ax = pyplot().subplots()
+        self.ax_, self.figure_ = ax, ax.figure
+        name = self.name if name is None else name
+        if self.sample_sizes is None:
+            self._plot_terms(ax, bar_kwargs)
+        else:
+            self._plot_sizes(ax, bar_kwargs)
+        if name is not None:
+            ax.set_title(name)
+        if despine:
+            for side in ("top", "right"):
+                ax.spines[side].set_visible(False)
+        ax.legend(loc="best", fontsize="small")
+        return self
+
+    def _reference_lines(self, ax, x, ece):
+        kw = {"color": "0.35", "linestyle": "--", "linewidth": 1.2}
+        self.ece_line_ = self.true_ce_line_ = None
+        if ece is not None:
+            label = "Binned ECE" + (
+                "" if self.n_bins is None else f" ({self.n_bins} bins)"
+            )
+            (self.ece_line_,) = ax.plot(x, ece, label=label, **kw)
+        if self.true_ce is not None:
+            (self.true_ce_line_,) = ax.plot(
+                x,
+                np.full(len(x), self.true_ce),
+                color="black",
+                linewidth=1.5,
+                label=f"True CE = {self.true_ce:.3f}",
+            )
+
+    def _plot_terms(self, ax, bar_kwargs):
+        x = np.arange(len(self.methods))
+        grouped = [_grouped(t) for t in self.terms]
+        bottom = np.zeros(len(self.methods))
+        self.bars_ = {}
+        for group in _GROUPS:
+            heights = np.array([g[group] for g in grouped])
+            if group == "other" and not heights.any():
+                continue
+            kw = merge_style(
+                {
+                    "color": _GROUP_COLORS[group],
+                    "width": 0.6,
+                    "label": group.capitalize(),
+                    "edgecolor": "white",
+                    "linewidth": 0.5,
+                },
+                bar_kwargs,
+            )
+            self.bars_[group] = ax.bar(x, heights, bottom=bottom, **kw)
+            bottom = bottom + heights
+        for xi, top in zip(x, self.upper, strict=True):
+            ax.annotate(
+                f"{top:.3f}",
+                (xi, top),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize="small",
+            )
+        span = np.array([-0.5, len(self.methods) - 0.5])
+        ece = None if self.binned_ece is None else np.full(2, self.binned_ece)
+        self._reference_lines(ax, span, ece)
+        ax.set_xlim(*span)
+        ax.set_xticks(x, [_METHOD_LABELS.get(m, m) for m in self.methods])
+        ax.set_ylim(
+            0, 1.15 * max(max(self.upper), self.true_ce or 0, self.binned_ece or 0)
+        )
+        level = "" if self.delta is None else f" ({100 * (1 - self.delta):g}%)"
+        ax.set_ylabel("Calibration error: certified upper bound" + level)
+
+    def _plot_sizes(self, ax, line_kwargs):
+        from matplotlib.ticker import FuncFormatter
+
+        n = np.asarray(self.sample_sizes)
+        self.line_ = []
+        for k, method in enumerate(self.methods):
+            kw = merge_style(
+                {
+                    "marker": "o",
+                    "markersize": 4,
+                    "color": f"C{k}",
+                    "label": f"{_METHOD_LABELS.get(method, method)} bound",
+                },
+                line_kwargs,
+            )
+            (line,) = ax.plot(n, self.upper[k], **kw)
+            ax.plot(
+                n,
+                self.estimate[k],
+                color=line.get_color(),
+                linestyle=":",
+                linewidth=1,
+                label="_nolegend_",
+            )
+            self.line_.append(line)
+        # One legend entry stands for the dotted point estimates of all methods.
+        ax.plot(
+            [], [], color="0.4", linestyle=":", linewidth=1, label="Point estimates"
+        )
+        self._reference_lines(ax, n, self.binned_ece)
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="Number of samples",
+            ylabel="Calibration error",
+        )
+        # Plain numbers: the log scale's default 'a x 10^b' minor labels crowd
+        # the axis label out.
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+
+    @classmethod
+    def from_predictions(
+        cls,
+        y_true,
+        y_score,
+        *,
+        perturbation_scale=None,
+        lipschitz=None,
+        methods=None,
+        delta=0.05,
+        n_bins=15,
+        true_ce=None,
+        pos_label=None,
+        n_splits=5,
+        random_state=None,
+        n_jobs=None,
+        name=None,
+        ax=None,
+        bar_kwargs=None,
+        despine=False,
+    ):
+        """Plot the certified bounds of one binary dataset, term by term.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,)
+            Binary labels.
+        y_score : array-like of shape (n_samples,) or (n_samples, 2)
+            Predicted probability of the positive class.
+        perturbation_scale : float, default=None
+            Scale of the sech perturbation that produced the scores; enables
+            the Nadaraya-Watson bound (and the Lipschitz one with
+            ``lipschitz = 1 / (2 perturbation_scale)``).
+        lipschitz : float, default=None
+            Lipschitz constant of the calibration function; enables the
+            Lipschitz-bucketing bound.
+        methods : list of str, default=None
+            Bounds to draw; ``None`` means TV always, plus NW and Lipschitz
+            when their constants are given.
+        delta, n_splits, pos_label, random_state, n_jobs
+            As in :func:`skcalib.metrics.calibration_error_bound`.
+        n_bins : int, default=15
+            Bins of the binned ECE drawn for comparison.
+        true_ce : float, default=None
+            The true calibration error, when known.
+        name, ax, bar_kwargs, despine
+            As in :meth:`plot`.
+
+        Returns
+        -------
+        display : CalibrationBoundDisplay
+        """
+        data, methods, rng = _prepare(
+            y_true,
+            y_score,
+            pos_label,
+            methods,
+            perturbation_scale,
+            lipschitz,
+            random_state,
+        )
+        bounds, ece = _evaluate(
+            data.y,
+            data.proba,
+            methods,
+            n_bins,
+            perturbation_scale=perturbation_scale,
+            lipschitz=lipschitz,
+            delta=delta,
+            n_splits=n_splits,
+            rng=rng,
+            n_jobs=n_jobs,
+        )
+        disp = cls(
+            methods=methods,
+            upper=[b.upper for b in bounds],
+            estimate=[b.estimate for b in bounds],
+            terms=[dict(b.terms) for b in bounds],
+            binned_ece=ece,
+            n_bins=n_bins,
+            true_ce=_check_true_ce(true_ce),
+            delta=delta,
+            name=name,
+        )
+        return disp.plot(ax=ax, bar_kwargs=bar_kwargs, despine=despine)
+
+    @classmethod
+    def from_sample_sizes(
+        cls,
+        y_true,
+        y_score,
+        *,
+        sample_sizes=None,
+        perturbation_scale=None,
+        lipschitz=None,
+        methods=None,
+        delta=0.05,
+        n_bins=15,
+        true_ce=None,
+        pos_label=None,
+        n_splits=5,
+        random_state=None,
+        n_jobs=None,
+        name=None,
+        ax=None,
+        line_kwargs=None,
+        despine=False,
+    ):
+        """Plot the certified bounds against the sample size (log-log).
+
+        The bounds and the binned ECE are computed on nested random subsets
+        of the data of the given sizes.
+
+        Parameters
+        ----------
+        y_true, y_score
+            As in :meth:`from_predictions`.
+        sample_sizes : array-like of int, default=None
+            Subset sizes; ``None`` means 6 sizes from ``min(1000, n)`` to ``n``,
+            evenly spaced on a log scale.
+        perturbation_scale, lipschitz, methods, delta, n_bins, true_ce, \
+pos_label, n_splits, random_state, n_jobs, name, ax, despine
+            As in :meth:`from_predictions`.
+        line_kwargs : dict, default=None
+            Keywords for the bound lines.
+
+        Returns
+        -------
+        display : CalibrationBoundDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from skcalib.display import CalibrationBoundDisplay
+        >>> rng = np.random.default_rng(0)
+        >>> s = rng.uniform(size=8000)
+        >>> y = rng.uniform(size=8000) < s ** 2
+        >>> disp = CalibrationBoundDisplay.from_sample_sizes(
+        ...     y, s, sample_sizes=[1000, 8000], true_ce=1 / 6, random_state=0)
+        >>> bool(disp.upper[0][1] < disp.upper[0][0])
+        True
+        >>> plt.close(disp.figure_)
+        """
+        data, methods, rng = _prepare(
+            y_true,
+            y_score,
+            pos_label,
+            methods,
+            perturbation_scale,
+            lipschitz,
+            random_state,
+        )
+        n_total = data.n_samples
+        if sample_sizes is None:
+            sizes = np.geomspace(min(1000, n_total), n_total, 6)
+        else:
+            sizes = np.asarray(sample_sizes, dtype=float).reshape(-1)
+        sizes = np.unique(np.round(sizes).astype(np.int64))
+        if sizes.size == 0 or sizes[0] < 2 * n_splits or sizes[-1] > n_total:
+            raise ValueError(
+                f"sample_sizes must lie in [{2 * n_splits}, {n_total}] (the number "
+                f"of samples); got {sizes.tolist()}."
+            )
+        order = rng.permutation(n_total)
+        upper = np.empty((len(methods), sizes.size))
+        estimate = np.empty_like(upper)
+        ece = np.empty(sizes.size)
+        for j, size in enumerate(sizes):
+            bounds, ece[j] = _evaluate(
+                data.y[order[:size]],
+                data.proba[order[:size]],
+                methods,
+                n_bins,
+                perturbation_scale=perturbation_scale,
+                lipschitz=lipschitz,
+                delta=delta,
+                n_splits=n_splits,
+                rng=rng,
+                n_jobs=n_jobs,
+            )
+            upper[:, j] = [b.upper for b in bounds]
+            estimate[:, j] = [b.estimate for b in bounds]
+        disp = cls(
+            methods=methods,
+            upper=list(upper),
+            estimate=list(estimate),
+            sample_sizes=sizes,
+            binned_ece=ece,
+            n_bins=n_bins,
+            true_ce=_check_true_ce(true_ce),
+            delta=delta,
+            name=name,
+        )
+        return disp.plot(ax=ax, bar_kwargs=line_kwargs, despine=despine)
+
+
+def _prepare(
+    y_true, y_score, pos_label, methods, perturbation_scale, lipschitz, random_state
+):
+    """Validated binary problem, the methods to draw and the random generator."""
+    data = check_calibration_inputs(
+        y_true, y_score, pos_label=pos_label, require_binary=True
+    )
+    if methods is None:
+        methods = _default_methods(perturbation_scale, lipschitz)
+    return data, list(methods), check_random_generator(random_state)
+
+
+def _evaluate(y, s, methods, n_bins, *, perturbation_scale, lipschitz, **kwargs):
+    """Certified bound of each method and the binned ECE of one sample."""
+    bounds = []
+    for method in methods:
+        # Each method only receives the constants it uses.
+        bounds.append(
+            calibration_error_bound(
+                y,
+                s,
+                method=method,
+                perturbation_scale=(
+                    perturbation_scale if method in ("nw", "lipschitz") else None
+                ),
+                lipschitz=lipschitz if method == "lipschitz" else None,
+                delta=kwargs["delta"],
+                n_splits=kwargs["n_splits"],
+                random_state=kwargs["rng"],
+                n_jobs=kwargs["n_jobs"],
+            )
+        )
+    return bounds, binned_calibration_error(y, s, n_bins=n_bins)
+
+
+def _check_true_ce(true_ce):
+    if true_ce is None:
+        return None
+    return check_real(true_ce, "true_ce", low=0.0, high=1.0)

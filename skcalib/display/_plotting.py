@@ -1,0 +1,520 @@
+"""Machinery shared by the displays: axes, styles, legend labels, estimator input.
+
+matplotlib is imported inside the functions only, so that ``import skcalib``
+never loads it. Nothing here touches matplotlib's global state (rcParams,
+styles): a figure is created with ``plt.subplots`` only when no axes is given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import check_calibration_inputs
+
+# matplotlib rejects a property given under two aliases; the user's spelling wins.
+_ALIASES = {
+    "c": "color",
+    "ls": "linestyle",
+    "lw": "linewidth",
+    "ec": "edgecolor",
+    "fc": "facecolor",
+    "ms": "markersize",
+    "mec": "markeredgecolor",
+    "mfc": "markerfacecolor",
+    "mew": "markeredgewidth",
+    "aa": "antialiased",
+}
+
+
+def pyplot():
+    """``matplotlib.pyplot``, imported on first use."""
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def merge_style(defaults, user):
+    """``defaults`` updated by ``user`` with matplotlib aliases resolved."""
+    user = {} if user is None else dict(user)
+    for short, long in _ALIASES.items():
+        if short in user and long in user:
+            raise TypeError(f"Got both {short!r} and {long!r}, which are aliases.")
+    out = {_ALIASES.get(k, k): v for k, v in defaults.items()}
+    for key, value in user.items():
+        out[_ALIASES.get(key, key)] = value
+    return out
+
+
+def despine(ax):
+    """Hide the top and right spines; keep the others on the unit interval."""
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    for side in ("bottom", "left"):
+        ax.spines[side].set_bounds(0, 1)
+
+
+def as_list(value, n=None):
+    """``value`` as a list (``None`` stays ``None`` unless ``n`` is given)."""
+    if value is None:
+        return None if n is None else [None] * n
+    return value if isinstance(value, list) else [value]
+
+
+def layout_panels(ax, keys):
+    """Axes for curves grouped into panels by ``keys`` (one panel per distinct key).
+
+    All keys ``None`` means one panel (``ax`` or a new axes). Otherwise one
+    panel per distinct key (a class of a classwise diagram): ``ax`` must then
+    hold that many axes, or be ``None`` for a new grid.
+
+    Returns
+    -------
+    ax_out : Axes or ndarray of Axes
+    per_curve : list of Axes
+    figure : Figure
+    """
+    distinct = list(dict.fromkeys(keys))
+    if distinct == [None]:
+        if ax is None:
+            _, ax = pyplot().subplots()
+        elif not hasattr(ax, "plot"):
+            raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}.")
+        return ax, [ax] * len(keys), ax.figure
+    k = len(distinct)
+    if ax is None:
+        ncols = min(k, 3)
+        nrows = math.ceil(k / ncols)
+        fig, grid = pyplot().subplots(
+            nrows, ncols, figsize=(4.2 * ncols, 4.4 * nrows), squeeze=False
+        )
+        grid = grid.ravel()
+        for spare in grid[k:]:
+            spare.set_visible(False)
+        axes = list(grid[:k])
+    else:
+        axes = list(np.ravel(np.asarray(ax, dtype=object)))
+        if len(axes) != k:
+            raise ValueError(
+                f"ax must hold {k} axes (one per class) for a classwise diagram; "
+                f"got {len(axes)}."
+            )
+    panel = dict(zip(distinct, axes, strict=True))
+    out = np.empty(k, dtype=object)
+    out[:] = axes
+    return out, [panel[key] for key in keys], axes[0].figure
+
+
+def _aggregate_label(name, metric_name, values):
+    if values[0] is None:
+        return name
+    text = f"{metric_name} = {np.mean(values):.3f} ± {np.std(values):.3f}"
+    return text if name is None else f"{name} ({text})"
+
+
+def _single_label(name, metric_text):
+    if metric_text is None:
+        return name
+    return metric_text if name is None else f"{name} ({metric_text})"
+
+
+def curve_styles(
+    *, groups, names, metric_name, values, details, curve_kwargs, multi_defaults
+):
+    """Matplotlib keywords (with legend ``label``) for each curve.
+
+    Follows scikit-learn's multi-curve convention: a list of ``curve_kwargs``
+    gives one legend entry per curve; a single dict (or ``None``) used for
+    several curves of a panel gives them one style and one legend entry
+    labelled with the mean and standard deviation of the metric.
+
+    Parameters
+    ----------
+    groups : list of list of int
+        Indices of the curves drawn on each panel.
+    names : None, str or list of str
+    metric_name : str
+    values : list of float or None
+        Metric of each curve (for the legend).
+    details : list of str or None
+        Extra text after each curve's metric value (e.g. its interval).
+    curve_kwargs : None, dict or list of dict
+    multi_defaults : dict
+        Style of curves sharing one legend entry.
+    """
+    n = len(values)
+    if isinstance(curve_kwargs, list) and len(curve_kwargs) != n:
+        raise ValueError(
+            f"curve_kwargs must be None, a dict or a list of {n} dicts; got a list "
+            f"of {len(curve_kwargs)}."
+        )
+    if curve_kwargs is not None and not isinstance(curve_kwargs, (list, Mapping)):
+        raise TypeError(
+            f"curve_kwargs must be None, a dict or a list of dicts; got "
+            f"{type(curve_kwargs).__name__}."
+        )
+    if isinstance(names, list) and len(names) == 1:
+        names = names[0]
+    if isinstance(names, list):
+        if len(names) != n:
+            raise ValueError(f"name must be a string or a list of {n} names.")
+        if not isinstance(curve_kwargs, list):
+            raise ValueError(
+                "To avoid labelling curves that look the same, pass curve_kwargs "
+                f"as a list of {n} dicts with a list of names, or give one name."
+            )
+    per_name = names if isinstance(names, list) else [names] * n
+    per_kw = curve_kwargs if isinstance(curve_kwargs, list) else [curve_kwargs] * n
+    styles = [None] * n
+    for group in groups:
+        shared = not isinstance(curve_kwargs, list) and len(group) > 1
+        for rank, i in enumerate(group):
+            if shared:
+                label = (
+                    _aggregate_label(
+                        per_name[i], metric_name, [values[j] for j in group]
+                    )
+                    if rank == 0
+                    else None
+                )
+                defaults = dict(multi_defaults)
+            else:
+                text = None
+                if values[i] is not None:
+                    text = f"{metric_name} = {values[i]:.3f}"
+                label = _single_label(per_name[i], text)
+                if label is not None and details is not None and details[i]:
+                    label += details[i]
+                defaults = {}
+            styles[i] = merge_style({"label": label, **defaults}, per_kw[i])
+    return styles
+
+
+def panel_groups(axes_per_curve):
+    """Indices of the curves on each distinct axes, in drawing order."""
+    groups = {}
+    for i, ax in enumerate(axes_per_curve):
+        groups.setdefault(id(ax), []).append(i)
+    return list(groups.values())
+
+
+def predict_proba_of(estimator, X, pos_label, name):
+    """``predict_proba`` of a fitted classifier, its classes, pos_label and name."""
+    if not hasattr(estimator, "predict_proba"):
+        raise TypeError(
+            f"estimator must be a fitted classifier with predict_proba; "
+            f"{type(estimator).__name__} has none."
+        )
+    check_is_fitted(estimator)
+    proba = estimator.predict_proba(X)
+    classes = np.asarray(estimator.classes_)
+    if proba.shape[1] == 2 and pos_label is None:
+        pos_label = classes[-1]
+    name = type(estimator).__name__ if name is None else name
+    return proba, classes, pos_label, name
+
+
+def validated_problem(
+    y_true, y_proba, *, sample_weight, pos_label, labels, binary_only
+):
+    """The validated problem (:class:`~skcalib._validation.CalibrationData`)."""
+    return check_calibration_inputs(
+        y_true,
+        y_proba,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        require_binary=binary_only,
+    )
+
+
+def cv_folds(cv_results, X, y, sample_weight):
+    """``(y, X, sample_weight)`` test parts and fitted estimator of each CV split."""
+    if not isinstance(cv_results, Mapping) or not {"estimator", "indices"} <= set(
+        cv_results
+    ):
+        raise ValueError(
+            "cv_results must be the dict returned by sklearn's cross_validate with "
+            "return_estimator=True and return_indices=True (keys 'estimator' and "
+            "'indices')."
+        )
+    n = len(y)
+    indices = cv_results["indices"]
+    first = len(indices["train"][0]) + len(indices["test"][0])
+    if first != n:
+        raise ValueError(
+            f"X and y do not match cv_results: the splits cover {first} samples, "
+            f"y has {n}."
+        )
+    for estimator, test in zip(cv_results["estimator"], indices["test"], strict=True):
+        sw = None if sample_weight is None else _safe_indexing(sample_weight, test)
+        yield estimator, _safe_indexing(X, test), _safe_indexing(y, test), sw
+
+
+def data_fields(records, fields):
+    """Per-field values from per-curve dicts: the value for one curve, else a list."""
+    if len(records) == 1:
+        return {f: records[0][f] for f in fields}
+    return {f: [r[f] for r in records] for f in fields}
+
+
+REF_LINE_LABEL = "Perfectly calibrated"
+
+
+def _density_axes(density_panel, panels):
+    """Density axes under each panel: new ones (``True``), given ones, or ``None``."""
+    if density_panel is None or density_panel is False:
+        return None
+    if density_panel is True:
+        from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+        return [
+            make_axes_locatable(p).append_axes("bottom", size="24%", pad=0.12, sharex=p)
+            for p in panels
+        ]
+    daxes = list(np.ravel(np.asarray(density_panel, dtype=object)))
+    if len(daxes) != len(panels) or not all(hasattr(a, "plot") for a in daxes):
+        raise TypeError(
+            f"density_panel must be a bool or {len(panels)} matplotlib Axes (one per "
+            f"panel); got {density_panel!r}."
+        )
+    return daxes
+
+
+class ReliabilityDisplayBase:
+    """Reliability-diagram plotting shared by the smooth and binned displays.
+
+    Subclasses define ``_fields`` (per-curve data attributes, the first being
+    an array), ``_value_field`` (the metric shown in the legend),
+    ``_metric_name``, ``_compute`` (the metric call) and ``_draw`` (artists of
+    one curve).
+    """
+
+    _fields = ()
+    # Names of the public ``from_*`` parameters that go to the metric, to the
+    # constructor and to ``plot``.
+    _opt_keys = ()
+    _init_keys = ()
+    _plot_keys = ()
+    _value_field = None
+    _metric_name = ""
+    _multi_defaults = {"alpha": 0.6, "color": "C0"}
+
+    def _records(self):
+        n = len(as_list(getattr(self, self._fields[0])))
+        columns = {f: as_list(getattr(self, f), n) for f in self._fields}
+        for f, col in columns.items():
+            if len(col) != n:
+                raise ValueError(
+                    f"{type(self).__name__}.{f} must have one entry per curve "
+                    f"({n}); got {len(col)}."
+                )
+        return [{f: columns[f][i] for f in self._fields} for i in range(n)]
+
+    def _axis_labels(self):
+        if self.multi_class == "top-label":
+            return "Confidence (top-label)", "Accuracy"
+        if self.multi_class == "classwise":
+            return "Predicted probability of the class", "Observed frequency"
+        info = "" if self.pos_label is None else f" (positive class: {self.pos_label})"
+        return "Predicted probability" + info, "Observed frequency" + info
+
+    def _plot(
+        self,
+        ax,
+        *,
+        name,
+        curve_kwargs,
+        ref_line,
+        ref_line_kw,
+        density_panel,
+        despine,
+        draw_kwargs,
+    ):
+        records = self._records()
+        n = len(records)
+        keys = as_list(self.class_label, n)
+        self.ax_, axes, self.figure_ = layout_panels(ax, keys)
+        groups = panel_groups(axes)
+        panels = [axes[g[0]] for g in groups]
+        daxes = _density_axes(density_panel, panels)
+        styles = curve_styles(
+            groups=groups,
+            names=self.name if name is None else name,
+            metric_name=self._metric_name,
+            values=[r[self._value_field] for r in records],
+            details=self._legend_details(records),
+            curve_kwargs=curve_kwargs,
+            multi_defaults=self._multi_defaults,
+        )
+        lines = [None] * n
+        extras = [None] * n
+        for p, group in enumerate(groups):
+            dax = None if daxes is None else daxes[p]
+            for i in group:
+                lines[i], extras[i] = self._draw(
+                    axes[i], records[i], styles[i], dax, **draw_kwargs
+                )
+        ref_lines = [
+            self._finish_panel(
+                panels[p],
+                None if daxes is None else daxes[p],
+                keys[groups[p][0]],
+                ref_line,
+                ref_line_kw,
+                despine,
+            )
+            for p in range(len(groups))
+        ]
+        one = n == 1
+        self.line_ = lines[0] if one else lines
+        self._set_extras(extras if not one else extras[0])
+        self.ref_line_ = ref_lines[0] if len(ref_lines) == 1 else ref_lines
+        if daxes is None:
+            self.density_ax_ = None
+        else:
+            self.density_ax_ = (
+                daxes[0] if len(daxes) == 1 else np.array(daxes, dtype=object)
+            )
+        return self
+
+    def _legend_details(self, records):
+        return None
+
+    def _set_extras(self, extras):
+        pass
+
+    def _finish_panel(self, ax, dax, key, ref_line, ref_line_kw, despine_):
+        ref = None
+        if ref_line and REF_LINE_LABEL not in ax.get_legend_handles_labels()[1]:
+            kw = merge_style(
+                {
+                    "color": "black",
+                    "linestyle": ":",
+                    "linewidth": 1,
+                    "label": REF_LINE_LABEL,
+                },
+                ref_line_kw,
+            )
+            (ref,) = ax.plot([0, 1], [0, 1], **kw)
+        xlabel, ylabel = self._axis_labels()
+        ax.set(xlim=(-0.01, 1.01), ylim=(-0.01, 1.01), aspect="equal", ylabel=ylabel)
+        if dax is None:
+            ax.set_xlabel(xlabel)
+        else:
+            ax.set_xlabel("")
+            ax.tick_params(labelbottom=False)
+            dax.set_xlabel(xlabel)
+            dax.set_ylabel(self._density_label)
+        if key is not None:
+            ax.set_title(f"Class {key}")
+        if any(
+            lab and not lab.startswith("_") for lab in ax.get_legend_handles_labels()[1]
+        ):
+            ax.legend(loc="upper left", fontsize="small")
+        if despine_:
+            despine(ax)
+            if dax is not None:
+                for side in ("top", "right"):
+                    dax.spines[side].set_visible(False)
+        return ref
+
+    _density_label = "Density"
+
+    @classmethod
+    def _route(cls, args):
+        """Split the arguments of a public ``from_*`` method by destination."""
+        spec = display_spec(
+            args.get("sample_weight"),
+            args.get("pos_label"),
+            args["multi_class"],
+            {k: args[k] for k in cls._opt_keys},
+            {k: args[k] for k in cls._init_keys},
+        )
+        plot_kwargs = {k: args[k] for k in cls._plot_keys}
+        return {"spec": spec, "name": args["name"], "plot_kwargs": plot_kwargs}
+
+    @classmethod
+    def _predictions(cls, y_true, y_proba, labels, spec):
+        """Per-curve records, the reduction shown and the positive label.
+
+        ``spec`` holds ``sample_weight``, ``pos_label``, ``multi_class``, the
+        metric options ``opts`` and the constructor extras ``init``.
+        """
+        common = {
+            "sample_weight": spec["sample_weight"],
+            "pos_label": spec["pos_label"],
+            "labels": labels,
+        }
+        data = validated_problem(y_true, y_proba, binary_only=False, **common)
+        records = cls._compute(
+            y_true,
+            y_proba,
+            multi_class=spec["multi_class"],
+            data=data,
+            **common,
+            **spec["opts"],
+        )
+        for r in records:
+            if isinstance(r["class_label"], np.generic):
+                r["class_label"] = r["class_label"].item()
+        mc = None if data.kind == "binary" else spec["multi_class"]
+        return records, mc, data.pos_label
+
+    @classmethod
+    def _assemble(cls, records, multi_class, pos_label, name, spec):
+        fields = data_fields(records, cls._fields + ("class_label",))
+        return cls(
+            **fields,
+            **spec.get("init", {}),
+            multi_class=multi_class,
+            name=name,
+            pos_label=pos_label,
+        )
+
+    @classmethod
+    def _from_predictions(cls, y_true, y_proba, *, labels, spec, name, plot_kwargs):
+        records, mc, pos = cls._predictions(y_true, y_proba, labels, spec)
+        return cls._assemble(records, mc, pos, name, spec).plot(**plot_kwargs)
+
+    @classmethod
+    def _from_estimator(cls, estimator, X, y, *, spec, name, plot_kwargs):
+        proba, classes, pos, name = predict_proba_of(
+            estimator, X, spec["pos_label"], name
+        )
+        return cls._from_predictions(
+            y,
+            proba,
+            labels=classes,
+            spec={**spec, "pos_label": pos},
+            name=name,
+            plot_kwargs=plot_kwargs,
+        )
+
+    @classmethod
+    def _from_cv_results(cls, cv_results, X, y, *, spec, name, plot_kwargs):
+        records, mc, pos = [], None, None
+        folds = cv_folds(cv_results, X, y, spec["sample_weight"])
+        for estimator, X_test, y_test, sw in folds:
+            proba, classes, pos, _ = predict_proba_of(
+                estimator, X_test, spec["pos_label"], None
+            )
+            fold_spec = {**spec, "sample_weight": sw, "pos_label": pos}
+            fold, mc, pos = cls._predictions(y_test, proba, classes, fold_spec)
+            records.extend(fold)
+        return cls._assemble(records, mc, pos, name, spec).plot(**plot_kwargs)
+
+
+def display_spec(sample_weight, pos_label, multi_class, opts, init=None):
+    """What a display computes, as the ``spec`` of the ``_from_*`` helpers."""
+    return {
+        "sample_weight": sample_weight,
+        "pos_label": pos_label,
+        "multi_class": multi_class,
+        "opts": opts,
+        "init": {} if init is None else init,
+    }

@@ -1,0 +1,815 @@
+"""Streaming calibration metrics: an accumulator of grid sufficient statistics.
+
+The same statistics, computed per block and summed on the cluster, give the
+dask-array versions of :func:`smooth_ece`, :func:`smooth_calibration_curve` and
+:func:`binned_calibration_error`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+
+import numpy as np
+from sklearn.exceptions import NotFittedError
+
+from .._backend import smece as _sm
+from .._backend.binning import binned_error
+from .._backend.concentration import empirical_bernstein
+from .._backend.distributed import (
+    N_SLOTS,
+    add_cell_moments,
+    add_fold_cell_sums,
+    any_dask,
+    cell_prefix_sums,
+    cell_window_tables,
+    empty_moments,
+    grid_bin_table,
+    map_reduce_blocks,
+    merge_moments,
+    moments_by_group,
+    node_statistics,
+    nw_validation_terms,
+    select_window_cells,
+    stream_folds,
+)
+from .._backend.grid import FINE_M
+from .._validation import (
+    check_calibration_inputs,
+    check_int,
+    check_label_chunk,
+    check_multi_class,
+    check_probability_array,
+    check_sample_weight,
+    check_sigma,
+)
+
+__all__ = [
+    "CalibrationAccumulator",
+    "StreamingCalibrationBound",
+    "any_dask",
+    "dask_calibration_error_bound",
+    "dask_metric",
+]
+
+_L1 = _sm.GridGeometry("l1")
+
+
+def _position(classes, label):
+    hits = [i for i, c in enumerate(classes) if c == label]
+    return hits[0] if hits else None
+
+
+class CalibrationAccumulator:
+    """Calibration metrics of a binary classifier, accumulated chunk by chunk.
+
+    Keeps, on a fixed grid of ``2**16`` cells of [0, 1], the per-cell moments
+    ``sum w``, ``sum w theta``, ``sum w theta^2`` (``theta`` = position inside
+    the cell), the sample count and ``sum w^2`` for each class. These are the
+    sufficient statistics of every grid-based estimate (SmoothECE, the smooth
+    reliability curve, grid-aligned binned errors): they add up over chunks, so
+    the accumulator needs about 5 MB whatever the number of samples, and
+    accumulators built on separate partitions combine with :meth:`merge`.
+
+    The results equal the in-memory functions run on the concatenated data (up
+    to floating-point summation order): :func:`smooth_ece` and
+    :func:`smooth_calibration_curve` bin the same fine grid.
+
+    Parameters
+    ----------
+    pos_label : int, float, bool or str, default=None
+        Positive class. ``None`` means the greater of the two labels, decided
+        when the metrics are computed (chunks may hold one class only).
+    labels : array-like of shape (2,), default=None
+        Both class labels. Needed when the data may hold a single class whose
+        partner cannot be inferred (labels other than 0/1/-1 and booleans), or
+        when ``y_proba`` has two columns and ``pos_label`` is given before both
+        classes have been seen.
+
+    Attributes
+    ----------
+    n_samples_ : int
+        Number of samples accumulated.
+    classes_ : ndarray of shape (n_seen,)
+        Labels seen so far (sorted), or ``labels``.
+
+    See Also
+    --------
+    smooth_ece, smooth_calibration_curve, binned_calibration_error :
+        In-memory versions; they also accept dask arrays.
+
+    Notes
+    -----
+    ``y_proba`` may be 1-D (probability of the positive class) or have two
+    columns in the order of the sorted labels (as ``predict_proba`` returns
+    them). Each chunk is validated like the input of the in-memory functions.
+    Chunks of at least ~1e5 samples amortise the fixed per-call cost of adding
+    the grid arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics import CalibrationAccumulator, smooth_ece
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=30_000)
+    >>> y = rng.uniform(size=30_000) < p ** 2
+    >>> acc = CalibrationAccumulator()
+    >>> for chunk in np.array_split(np.arange(30_000), 3):
+    ...     acc = acc.partial_fit(y[chunk], p[chunk])
+    >>> acc.n_samples_
+    30000
+    >>> bool(abs(acc.smooth_ece() - smooth_ece(y, p)) < 1e-6)
+    True
+    >>> other = CalibrationAccumulator().partial_fit(y[:100], p[:100])
+    >>> acc.merge(other).n_samples_
+    30100
+    """
+
+    def __init__(self, *, pos_label=None, labels=None):
+        self.pos_label = pos_label
+        self.labels = labels
+
+    def __repr__(self):
+        n = getattr(self, "n_samples_", 0)
+        return f"CalibrationAccumulator(n_samples={n})"
+
+    # -- accumulation -----------------------------------------------------
+    def _ensure_state(self):
+        if hasattr(self, "moments_"):
+            return
+        if self.labels is not None:
+            labels = np.asarray(self.labels)
+            if labels.ndim != 1 or labels.shape[0] != 2 or labels[0] == labels[1]:
+                raise ValueError(
+                    "labels must hold the two distinct class labels of a binary "
+                    f"problem; got {self.labels!r}."
+                )
+            if self.pos_label is not None and _position(labels, self.pos_label) is None:
+                raise ValueError(
+                    f"pos_label={self.pos_label!r} is not a valid label; labels are "
+                    f"{labels.tolist()}."
+                )
+            self.classes_ = labels
+        else:
+            self.classes_ = np.array([])
+        self.moments_ = empty_moments(FINE_M)
+        self.n_samples_ = 0
+
+    def _admit(self, classes, name="y_true"):
+        """Slots of ``classes`` in the accumulator; grows and reorders ``classes_``."""
+        if self.labels is not None:
+            slots = [_position(self.classes_, c) for c in classes]
+            if None in slots:
+                bad = [c for c, s in zip(classes, slots) if s is None]
+                raise ValueError(
+                    f"{name} contains labels {np.asarray(bad).tolist()} that are not in "
+                    f"labels={self.classes_.tolist()}."
+                )
+            return np.asarray(slots)
+        seen = self.classes_
+        try:
+            union = (
+                np.unique(np.concatenate([seen, classes])) if seen.shape[0] else classes
+            )
+        except TypeError as exc:
+            raise TypeError(f"{name} labels cannot be compared: {exc}") from None
+        if union.shape[0] > N_SLOTS:
+            raise ValueError(
+                f"{name} brings the number of classes to {union.shape[0]} "
+                f"({union.tolist()}); a binary problem is expected."
+            )
+        if seen.shape[0] == 1 and union.shape[0] == 2 and union[1] == seen[0]:
+            # The new class sorts first: keep slots in sorted-label order.
+            self.moments_ = self.moments_[:, ::-1].copy()
+        self.classes_ = union
+        return np.asarray([_position(union, c) for c in classes])
+
+    def _positive_scores(self, proba):
+        if proba.ndim == 1:
+            return proba
+        if proba.shape[1] != 2:
+            raise ValueError(
+                f"y_proba has {proba.shape[1]} columns; CalibrationAccumulator handles "
+                "binary problems (1-D y_proba or two columns)."
+            )
+        if self.pos_label is None:
+            return proba[:, 1]
+        if self.classes_.shape[0] < 2:
+            raise ValueError(
+                "With a 2-column y_proba and pos_label set, pass labels= to "
+                "CalibrationAccumulator so that the column of pos_label is known."
+            )
+        return proba[:, _position(self.classes_, self.pos_label)]
+
+    def partial_fit(self, y_true, y_proba, sample_weight=None):
+        """Add a chunk of labels and predicted probabilities.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,)
+        y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : CalibrationAccumulator
+        """
+        classes, index = check_label_chunk(y_true)
+        proba = check_probability_array(y_proba, name="y_proba")
+        n = index.shape[0]
+        if proba.shape[0] != n:
+            raise ValueError(
+                f"y_true and y_proba have inconsistent numbers of samples: {n} and "
+                f"{proba.shape[0]}."
+            )
+        w = None if sample_weight is None else check_sample_weight(sample_weight, n)
+        self._ensure_state()
+        slots = self._admit(classes)
+        s = self._positive_scores(proba)
+        if slots.shape[0] == 1:
+            slot = int(slots[0])
+        elif slots[0] == 0 and slots[1] == 1:
+            slot = index
+        else:
+            slot = slots[index]
+        add_cell_moments(self.moments_, slot, s, w)
+        self.n_samples_ += n
+        return self
+
+    def merge(self, other):
+        """Add the statistics of another accumulator (e.g. of another partition).
+
+        Merging is associative and order-independent: any grouping of the same
+        partitions gives the same statistics (up to floating-point summation
+        order).
+
+        Parameters
+        ----------
+        other : CalibrationAccumulator
+            Built with the same ``pos_label`` and ``labels``; left unchanged.
+
+        Returns
+        -------
+        self : CalibrationAccumulator
+        """
+        if not isinstance(other, CalibrationAccumulator):
+            raise TypeError(
+                f"other must be a CalibrationAccumulator, got {type(other).__name__}."
+            )
+        same_labels = (self.labels is None) == (other.labels is None) and (
+            self.labels is None
+            or np.array_equal(np.asarray(self.labels), np.asarray(other.labels))
+        )
+        if not same_labels or self.pos_label != other.pos_label:
+            raise ValueError(
+                "Cannot merge accumulators with different pos_label or labels: "
+                f"({self.pos_label!r}, {self.labels!r}) vs "
+                f"({other.pos_label!r}, {other.labels!r})."
+            )
+        self._ensure_state()
+        if not hasattr(other, "moments_") or other.n_samples_ == 0:
+            return self
+        n_other = other.classes_.shape[0]
+        slots = self._admit(other.classes_, name="other")
+        self.moments_[:, slots] += other.moments_[:, :n_other]
+        self.n_samples_ += other.n_samples_
+        return self
+
+    # -- results ----------------------------------------------------------
+    def _slots(self):
+        """``(pos_slot, neg_slot)`` after resolving the positive class."""
+        if not getattr(self, "n_samples_", 0):
+            raise NotFittedError(
+                "This CalibrationAccumulator has no data yet; call partial_fit first."
+            )
+        seen = self.classes_
+        data = check_calibration_inputs(
+            seen, np.zeros(seen.shape[0]), pos_label=self.pos_label, labels=self.labels
+        )
+        pos = _position(seen, data.pos_label)
+        neg_label = [c for c in data.classes if c != data.pos_label][0]
+        return pos, _position(seen, neg_label)
+
+    def grid_statistics(self):
+        """Grid sufficient statistics ``(sum w, sum w*y, sum w*s)`` per grid point.
+
+        Returns
+        -------
+        stats : ndarray of shape (2**16 + 1, 3)
+            Linearly binned on the grid ``j / 2**16`` (see DESIGN §4.1).
+        """
+        pos, neg = self._slots()
+        return node_statistics(self.moments_, pos, neg)
+
+    def smooth_ece(self, *, sigma=None, return_sigma=False):
+        """SmoothECE of the accumulated data (see :func:`smooth_ece`).
+
+        Parameters
+        ----------
+        sigma : float in (0, 1], default=None
+            Fixed bandwidth; ``None`` uses the self-consistent ``sigma*``.
+        return_sigma : bool, default=False
+            Also return the bandwidth used.
+
+        Returns
+        -------
+        smece : float
+        sigma : float
+            Only if ``return_sigma=True``.
+        """
+        value, sig = self._smece(sigma, self.grid_statistics())
+        return (value, sig) if return_sigma else value
+
+    @staticmethod
+    def _smece(sigma, stats):
+        if sigma is None:
+            sig = _sm.solve_sigma(stats, _L1)
+            return sig, sig
+        sigma = check_sigma(sigma)
+        return _sm.smece_at(stats, sigma, _L1), sigma
+
+    def calibration_curve(self, *, sigma=None):
+        """Smooth reliability curve of the accumulated data.
+
+        Same as :func:`smooth_calibration_curve` without a bootstrap band.
+
+        Parameters
+        ----------
+        sigma : float in (0, 1], default=None
+            Fixed bandwidth; ``None`` uses the SmoothECE bandwidth ``sigma*``.
+
+        Returns
+        -------
+        curve : SmoothCalibrationCurve
+        """
+        from ._smooth import SmoothCalibrationCurve
+
+        stats = self.grid_statistics()
+        value, sig = self._smece(sigma, stats)
+        scores, y_smooth, dens, _ = _sm.smooth_curve(stats, sig, _L1)
+        return SmoothCalibrationCurve(
+            scores=scores, y_smooth=y_smooth, density=dens, sigma=sig, smece=value
+        )
+
+    def binned_calibration_error(
+        self, *, n_bins=15, norm="l1", debias=False, squared=False, return_bins=False
+    ):
+        """Binned calibration error (uniform bins) of the accumulated data.
+
+        Bins are built from whole grid cells: their edges are the uniform edges
+        ``k / n_bins`` moved to the nearest multiple of ``2**-16``. When
+        ``n_bins`` divides ``2**16`` (1, 2, 4, ..., 65536) the edges are exact
+        and the result equals :func:`binned_calibration_error` with
+        ``strategy="uniform"``. Otherwise (e.g. the default 15) it is the
+        binned error with edges moved by at most ``2**-17``: only samples
+        that close to an edge can fall in a different bin. The edges used are
+        returned with ``return_bins=True``.
+
+        Parameters
+        ----------
+        n_bins : int, default=15
+        norm : {"l1", "l2", "max"}, default="l1"
+        debias : bool, default=False
+            Only for ``norm="l2"`` (see :func:`binned_calibration_error`).
+        squared : bool, default=False
+            Only for ``norm="l2"``: return the squared error.
+        return_bins : bool, default=False
+            Also return the bin table (as :func:`binned_calibration_error`).
+
+        Returns
+        -------
+        error : float
+        bins : dict
+            Only if ``return_bins=True``.
+        """
+        n_bins = check_int(n_bins, "n_bins", min_val=1)
+        check_multi_class(norm, ("l1", "l2", "max"), name="norm")
+        if debias and norm != "l2":
+            raise ValueError(f"debias=True is only defined for norm='l2'; got {norm!r}.")
+        if squared and norm != "l2":
+            raise ValueError(
+                f"squared=True is only defined for norm='l2'; got {norm!r}."
+            )
+        pos, _ = self._slots()
+        table = grid_bin_table(self.moments_, pos, n_bins)
+        value = binned_error(table, norm, debias)
+        if norm == "l2" and not squared:
+            value = float(np.sign(value) * np.sqrt(abs(value)))
+        if not return_bins:
+            return value
+        return value, {
+            "edges": table.edges,
+            "bin": table.index,
+            "weight": table.weight,
+            "count": table.count,
+            "mean_label": table.mean_label,
+            "mean_score": table.mean_score,
+        }
+
+
+# -- dask arrays -------------------------------------------------------------
+def _block_accumulator(y, p, w, *, pos_label, labels):
+    return CalibrationAccumulator(pos_label=pos_label, labels=labels).partial_fit(
+        y, p, sample_weight=w
+    )
+
+
+def _merge_pair(a, b):
+    return a.merge(b)
+
+
+def accumulate_dask(y_true, y_proba, *, sample_weight=None, pos_label=None, labels=None):
+    """A :class:`CalibrationAccumulator` of dask arrays, reduced on the cluster.
+
+    Each block is validated and reduced to its grid statistics where it lives;
+    only those (a few MB per block) travel, and the blocks are never gathered.
+    """
+    func = functools.partial(_block_accumulator, pos_label=pos_label, labels=labels)
+    return map_reduce_blocks(func, _merge_pair, (y_true, y_proba, sample_weight))
+
+
+def _check_dask_options(multi_class, metric, **unsupported):
+    check_multi_class(multi_class, ("top-label", "classwise"))
+    check_multi_class(metric, ("l1", "logit"), name="metric")
+    if metric != "l1":
+        raise ValueError("metric='logit' is not available for dask arrays; use 'l1'.")
+    for name, (value, default) in unsupported.items():
+        if value != default:
+            raise ValueError(
+                f"{name}={value!r} is not available for dask arrays (it needs the "
+                "samples in memory)."
+            )
+
+
+def dask_metric(name, y_true, y_proba, *, sample_weight=None, **kwargs):
+    """Run the metric ``name`` on dask arrays (binary problems)."""
+    multi_class = kwargs.pop("multi_class", "top-label")
+    metric = kwargs.pop("metric", "l1")
+    pos_label = kwargs.pop("pos_label", None)
+    labels = kwargs.pop("labels", None)
+    if name == "smooth_calibration_curve":
+        _check_dask_options(
+            multi_class, metric, n_bootstrap=(kwargs.pop("n_bootstrap"), 0)
+        )
+        for key in ("confidence_level", "random_state", "n_jobs"):
+            kwargs.pop(key, None)
+    elif name == "binned_calibration_error":
+        _check_dask_options(
+            multi_class, metric, strategy=(kwargs.pop("strategy"), "uniform")
+        )
+        n_bins = kwargs.get("n_bins", 15)
+    else:
+        _check_dask_options(multi_class, metric)
+    acc = accumulate_dask(
+        y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
+    )
+    if name == "smooth_ece":
+        return acc.smooth_ece(**kwargs)
+    if name == "smooth_calibration_curve":
+        return acc.calibration_curve(**kwargs)
+    if isinstance(n_bins, str):
+        from ._binned import _n_bins
+
+        kwargs["n_bins"] = _n_bins(n_bins, acc.n_samples_)
+    return acc.binned_calibration_error(**kwargs)
+
+
+# -- certified NW bound on streamed data ----------------------------------------
+class StreamingCalibrationBound:
+    """Certified NW bound on the calibration error, from two passes over a stream.
+
+    The larger-than-memory version of ``calibration_error_bound(method="nw")``
+    for scores produced by the sech perturbation of scale
+    ``perturbation_scale`` (which gives ``|η'| <= 1/(2h)`` and
+    ``|η''| <= 3/(2h²)``). Memory is a few tables of ``2**16`` cells per fold,
+    whatever the number of samples.
+
+    * **Pass 1** (:meth:`partial_fit` on every chunk): each sample goes to fold
+      ``hash(seed, position in the stream) mod n_splits`` and adds its count,
+      in-cell position moments and label to its fold's cell sums. The training
+      part of fold ``k`` is the sum over the other folds.
+    * Then, for each fold, the surrogate is the box-kernel Nadaraya–Watson
+      smoother whose window is ``2 r + 1`` whole grid cells around the query's
+      cell, all training points in it weighted equally. Its moments ``m1``,
+      ``m2`` and ``ν = 1/sqrt(count)`` are exact functions of per-cell sums,
+      so the error bound ``g = min(1, L1 |m1| + (L2/2) m2 + ν/2)`` holds as in
+      the in-memory method. ``r`` minimises the mean of ``g`` over the
+      training part (at cell centres): it depends on the training part only.
+    * **Pass 2** (:meth:`partial_validate` on the scores of the same stream,
+      in the same order): every held-out sample contributes ``|η̂(s) - s|``
+      and ``g(s)``; their means and variances give the empirical Bernstein
+      terms. The whole held-out fold is used (no subsample).
+
+    The fold bound is ``mean|η̂ - s| + BB(δ_f/2) + mean g + BB(δ_f/2)`` with
+    ``δ_f = delta / n_splits``; :meth:`result` reports the mean over folds,
+    valid with probability ``1 - delta`` by a union bound.
+
+    Assumptions: the samples are i.i.d.; the scores come from the sech
+    perturbation of scale ``perturbation_scale``; the second pass sees the
+    same samples in the same order (checked by count only). The fold of a
+    sample depends on its position and the seed, never on its values.
+
+    Parameters
+    ----------
+    perturbation_scale : float
+        Scale ``h`` of the sech perturbation.
+    delta : float, default=0.05
+        Failure probability.
+    n_splits : int, default=5
+        Number of folds, >= 2.
+    pos_label : int, float, bool or str, default=None
+    labels : array-like, default=None
+        Both class labels (needed when the first chunk holds one class whose
+        partner cannot be inferred).
+    random_state : int, Generator, RandomState or None, default=None
+        Seeds the fold hash (drawn once, at the first chunk).
+
+    Attributes
+    ----------
+    n_samples_ : int
+        Samples seen in pass 1.
+    n_validated_ : int
+        Samples seen in pass 2.
+    window_cells_ : ndarray of shape (n_splits,)
+        Window half-width ``r`` (in cells) of each fold, after pass 1.
+
+    Examples
+    --------
+    >>> from skcalib.datasets import make_calibration_problem
+    >>> from skcalib.metrics import StreamingCalibrationBound
+    >>> d = make_calibration_problem(
+    ...     60_000, problem="u2", perturbation_scale=2**-4, random_state=0
+    ... )
+    >>> sb = StreamingCalibrationBound(perturbation_scale=2**-4, random_state=0)
+    >>> for i in range(0, 60_000, 20_000):
+    ...     sb = sb.partial_fit(d.y_true[i:i + 20_000], d.y_proba[i:i + 20_000])
+    >>> for i in range(0, 60_000, 20_000):
+    ...     sb = sb.partial_validate(d.y_proba[i:i + 20_000])
+    >>> b = sb.result()
+    >>> bool(b.lower <= d.calibration_error <= b.upper)
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        perturbation_scale,
+        delta=0.05,
+        n_splits=5,
+        pos_label=None,
+        labels=None,
+        random_state=None,
+    ):
+        self.perturbation_scale = perturbation_scale
+        self.delta = delta
+        self.n_splits = n_splits
+        self.pos_label = pos_label
+        self.labels = labels
+        self.random_state = random_state
+
+    def _setup(self):
+        from .._validation import check_random_generator, check_real
+
+        self.scale_ = check_real(
+            self.perturbation_scale, "perturbation_scale", low=0.0, include_low=False
+        )
+        self.delta_ = check_real(
+            self.delta, "delta", low=0.0, high=1.0, include_low=False,
+            include_high=False,
+        )
+        self.n_splits_ = check_int(self.n_splits, "n_splits", min_val=2)
+        rng = check_random_generator(self.random_state)
+        self.seed_ = int(rng.integers(0, 2**63))
+        self.sums_ = np.zeros((4, self.n_splits_, FINE_M), dtype=np.float64)
+        self.n_samples_ = 0
+        self.n_validated_ = 0
+
+    @property
+    def _lips(self):
+        return 1.0 / (2.0 * self.scale_), 3.0 / (2.0 * self.scale_**2)
+
+    def partial_fit(self, y_true, y_proba, *, start=None):
+        """Pass 1: add a chunk of labels and scores.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,)
+        y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+        start : int, default=None
+            Position of the chunk's first sample in the whole stream (for
+            partitions fitted separately and merged); by default the chunk
+            follows the previous ones.
+
+        Returns
+        -------
+        self
+        """
+        if not hasattr(self, "sums_"):
+            self._setup()
+        if hasattr(self, "tables_"):
+            raise ValueError("partial_fit is pass 1; it cannot follow partial_validate.")
+        data = check_calibration_inputs(
+            y_true, y_proba,
+            pos_label=getattr(self, "pos_label_", self.pos_label),
+            labels=getattr(self, "classes_", self.labels),
+            require_binary=True,
+        )
+        self.classes_, self.pos_label_ = data.classes, data.pos_label
+        n = data.n_samples
+        start = self.n_samples_ if start is None else check_int(start, "start", min_val=0)
+        fold = stream_folds(start, n, self.seed_, self.n_splits_)
+        add_fold_cell_sums(self.sums_, fold, data.proba, data.y)
+        self.n_samples_ += n
+        return self
+
+    def _freeze(self):
+        """Fit the per-fold surrogates from the pass-1 sums."""
+        if not getattr(self, "n_samples_", 0):
+            raise NotFittedError("Call partial_fit on the data (pass 1) first.")
+        lip1, lip2 = self._lips
+        total = self.sums_.sum(axis=1)
+        cand = np.unique(np.rint(np.geomspace(1e-4, 0.25, 40) * FINE_M - 0.5))
+        tables, cells = [], []
+        for k in range(self.n_splits_):
+            train = total - self.sums_[:, k]
+            r = select_window_cells(train, cand.astype(int), lip1, lip2)
+            cells.append(r)
+            tables.append(cell_window_tables(cell_prefix_sums(train), r))
+        self.window_cells_ = np.array(cells)
+        self.tables_ = tuple(np.stack(t) for t in zip(*tables))
+        self.valid_moments_ = np.zeros((2, 3, self.n_splits_))
+
+    def partial_validate(self, y_proba, *, start=None):
+        """Pass 2: add the scores of a chunk (same stream, same order).
+
+        Parameters
+        ----------
+        y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+        start : int, default=None
+            Position of the chunk's first sample in the stream.
+
+        Returns
+        -------
+        self
+        """
+        if not hasattr(self, "tables_"):
+            self._freeze()
+        proba = check_probability_array(y_proba, name="y_proba")
+        if proba.ndim == 2:
+            if proba.shape[1] != 2:
+                raise ValueError(
+                    f"y_proba has {proba.shape[1]} columns; a binary problem is expected."
+                )
+            proba = proba[:, _position(self.classes_, self.pos_label_)]
+        n = proba.shape[0]
+        start = self.n_validated_ if start is None else check_int(start, "start", min_val=0)
+        fold = stream_folds(start, n, self.seed_, self.n_splits_)
+        err, g = nw_validation_terms(self.tables_, fold, proba, *self._lips)
+        for i, v in enumerate((err, g)):
+            part = moments_by_group(v, fold, self.n_splits_)
+            self.valid_moments_[i] = merge_moments(self.valid_moments_[i], part)
+        self.n_validated_ += n
+        return self
+
+    def merge(self, other):
+        """Add another partition's sums (both in pass 1, or both in pass 2 with
+        surrogates built from the same merged pass-1 state).
+
+        Returns
+        -------
+        self
+        """
+        if not isinstance(other, StreamingCalibrationBound):
+            raise TypeError(
+                f"other must be a StreamingCalibrationBound, got {type(other).__name__}."
+            )
+        if (self.seed_, self.n_splits_, self.scale_) != (
+            other.seed_, other.n_splits_, other.scale_
+        ):
+            raise ValueError(
+                "Cannot merge: the two objects use different seeds, n_splits or "
+                "perturbation_scale."
+            )
+        if hasattr(other, "tables_"):
+            if not hasattr(self, "tables_"):
+                raise ValueError("Cannot merge pass-2 results into a pass-1 object.")
+            for i in range(2):
+                self.valid_moments_[i] = merge_moments(
+                    self.valid_moments_[i], other.valid_moments_[i]
+                )
+            self.n_validated_ += other.n_validated_
+            return self
+        if hasattr(self, "tables_"):
+            raise ValueError("Cannot merge pass-1 sums after pass 2 has started.")
+        self.sums_ += other.sums_
+        self.n_samples_ += other.n_samples_
+        return self
+
+    def result(self):
+        """The certified bound.
+
+        Returns
+        -------
+        CalibrationBound
+            With ``method="nw"``; ``bandwidth`` is the window half-width
+            ``(r + 1/2) / 2**16`` of each fold.
+        """
+        from ._bounds import CalibrationBound
+
+        if not hasattr(self, "tables_") or self.n_validated_ == 0:
+            raise NotFittedError("Run partial_validate over the data (pass 2) first.")
+        if self.n_validated_ != self.n_samples_:
+            raise ValueError(
+                f"Pass 2 saw {self.n_validated_} samples but pass 1 saw "
+                f"{self.n_samples_}; both passes must cover the same stream."
+            )
+        delta_fold = self.delta_ / self.n_splits_
+        folds = []
+        for k in range(self.n_splits_):
+            (n_v, mean_e, m2_e), (_, mean_g, m2_g) = self.valid_moments_[:, :, k]
+            if n_v == 0:
+                raise ValueError(f"Fold {k} received no samples; use more data.")
+            bb_e = empirical_bernstein(n_v, delta_fold / 2, m2_e / n_v)
+            bb_g = empirical_bernstein(n_v, delta_fold / 2, m2_g / n_v)
+            terms = {
+                "validation_error": float(mean_e),
+                "validation_deviation": bb_e,
+                "smoother_error": float(mean_g),
+                "smoother_deviation": bb_g,
+            }
+            folds.append({
+                "upper": float(sum(terms.values())),
+                "lower": float(mean_e - bb_e - mean_g - bb_g),
+                "estimate": float(mean_e),
+                "terms": terms,
+                "n_train": int(self.n_samples_ - n_v),
+                "n_valid": int(n_v),
+                "delta": delta_fold,
+                "bandwidth": (self.window_cells_[k] + 0.5) / FINE_M,
+                "window_cells": int(self.window_cells_[k]),
+            })
+        terms = {
+            name: float(np.mean([f["terms"][name] for f in folds]))
+            for name in folds[0]["terms"]
+        }
+        return CalibrationBound(
+            upper=float(sum(terms.values())),
+            lower=max(0.0, float(np.mean([f["lower"] for f in folds]))),
+            estimate=terms["validation_error"],
+            method="nw",
+            delta=self.delta_,
+            n_samples=int(self.n_samples_),
+            n_splits=self.n_splits_,
+            terms=terms,
+            per_fold=tuple(folds),
+            bandwidth=np.array([f["bandwidth"] for f in folds]),
+        )
+
+
+def _bound_pass1(offset, y, p, *, params):
+    return StreamingCalibrationBound(**params).partial_fit(y, p, start=offset)
+
+
+def _bound_pass2(frozen, offset, p):
+    part = copy.copy(frozen)
+    part.valid_moments_ = np.zeros_like(frozen.valid_moments_)
+    part.n_validated_ = 0
+    part.partial_validate(p, start=offset)
+    return part.valid_moments_, part.n_validated_
+
+
+def _merge_validation(a, b):
+    return np.stack([merge_moments(a[0][i], b[0][i]) for i in range(2)]), a[1] + b[1]
+
+
+def dask_calibration_error_bound(
+    y_true, y_proba, *, method, delta, perturbation_scale, lipschitz, variation,
+    assume, n_splits, pos_label, random_state, n_jobs,
+):
+    """``calibration_error_bound`` on dask arrays: the two-pass NW scheme of
+    :class:`StreamingCalibrationBound`, each pass a map-reduce over the blocks."""
+    from .._validation import check_random_generator
+
+    if method != "nw" or assume is not None or lipschitz is not None:
+        raise ValueError(
+            "On dask arrays calibration_error_bound supports method='nw' (with "
+            "perturbation_scale) only; got "
+            f"method={method!r}, assume={assume!r}, lipschitz={lipschitz!r}."
+        )
+    if perturbation_scale is None:
+        raise ValueError("method='nw' needs perturbation_scale.")
+    seed = int(check_random_generator(random_state).integers(0, 2**63))
+    params = dict(
+        perturbation_scale=perturbation_scale, delta=delta, n_splits=n_splits,
+        pos_label=pos_label, random_state=seed,
+    )
+    fitted = map_reduce_blocks(
+        functools.partial(_bound_pass1, params=params), _merge_pair,
+        (y_true, y_proba), offsets=True,
+    )
+    fitted._freeze()
+    moments, n_valid = map_reduce_blocks(
+        _bound_pass2, _merge_validation, (y_proba,), shared=fitted, offsets=True
+    )
+    fitted.valid_moments_, fitted.n_validated_ = moments, n_valid
+    return fitted.result()

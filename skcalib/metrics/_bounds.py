@@ -1,0 +1,470 @@
+"""Certified upper (and lower) bounds on the binary L1 calibration error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from .._backend.concentration import (
+    empirical_bernstein,
+    tv_constants,
+    tv_estimation_term,
+    tv_transfer_term,
+)
+from .._backend.tv import total_variation, tv_denoise
+from .._backend.window import nw_error_bound, window_moments, window_prefix_sums
+from .._validation import (
+    check_calibration_inputs,
+    check_int,
+    check_random_generator,
+    check_real,
+)
+from ._accumulator import any_dask, dask_calibration_error_bound
+
+__all__ = ["CalibrationBound", "calibration_error_bound"]
+
+_METHODS = ("nw", "tv", "lipschitz")
+# Window half-widths tried for the NW smoother (chosen on the training part).
+_NW_GRID = np.geomspace(1e-4, 0.25, 32)
+# Training points (evenly spaced in sorted order) used to choose the half-width.
+_NW_SELECT_POINTS = 2000
+# Fractional shifts per bucket count in the Lipschitz baseline.
+_N_SHIFTS = 4
+_MAX_LOG2_BUCKETS = 16
+
+
+@dataclass(frozen=True)
+class CalibrationBound:
+    """Result of :func:`calibration_error_bound`.
+
+    Attributes
+    ----------
+    upper : float
+        Upper bound on the L1 calibration error ``CE = E|s - η(s)|``, valid
+        with probability at least ``1 - delta``.
+    lower : float
+        Lower bound on ``CE`` (clipped at 0), valid with probability at least
+        ``1 - delta`` on its own (the pair holds jointly with probability at
+        least ``1 - 2 delta``).
+    estimate : float
+        Point estimate of ``CE``: mean over folds of ``mean_V |η̂(s) - s|``.
+    method : str
+    delta : float
+    n_samples : int
+    n_splits : int
+    terms : dict
+        The additive terms of ``upper``, averaged over folds
+        (``upper == sum(terms.values())``).
+    per_fold : tuple of dict
+        Fold-level ``upper``, ``lower``, ``estimate``, ``terms``, sizes and
+        tuning parameters.
+    bandwidth : ndarray of shape (n_splits,) or None
+        Window half-width of each fold (``method="nw"``).
+    n_bins : ndarray of shape (n_splits,) or None
+        Bucket count of each fold (``method="lipschitz"``).
+    assume : str or None
+    """
+
+    upper: float
+    lower: float
+    estimate: float
+    method: str
+    delta: float
+    n_samples: int
+    n_splits: int
+    terms: dict = field(repr=False)
+    per_fold: tuple = field(repr=False)
+    bandwidth: np.ndarray | None = field(default=None, repr=False)
+    n_bins: np.ndarray | None = field(default=None, repr=False)
+    assume: str | None = None
+
+    def __repr__(self):
+        head = (
+            f"CalibrationBound(method={self.method!r}, delta={self.delta:g}, "
+            f"n_samples={self.n_samples}, n_splits={self.n_splits}"
+            + (f", assume={self.assume!r}" if self.assume else "")
+            + ")"
+        )
+        lines = [
+            head,
+            f"  upper    = {self.upper:.6f}",
+            f"  estimate = {self.estimate:.6f}",
+            f"  lower    = {self.lower:.6f}",
+            "  terms of upper (mean over folds):",
+        ]
+        lines += [f"    {k:<22s}{v:.6f}" for k, v in self.terms.items()]
+        if self.bandwidth is not None:
+            lines.append(
+                f"  bandwidth per fold: {np.round(self.bandwidth, 6).tolist()}"
+            )
+        if self.n_bins is not None:
+            lines.append(f"  n_bins per fold: {self.n_bins.tolist()}")
+        return "\n".join(lines)
+
+
+def _validation_terms(err, delta_err):
+    """Mean of |η̂(s) - s| on V and its empirical Bernstein deviation."""
+    n = err.shape[0]
+    return float(err.mean()), empirical_bernstein(n, delta_err, err.var())
+
+
+def _smoother_fold(err, g, delta_fold):
+    """Fold bound of the smoother-based methods (NW and Lipschitz buckets)."""
+    mean_err, bb_err = _validation_terms(err, delta_fold / 2)
+    mean_g, bb_g = _validation_terms(g, delta_fold / 2)
+    terms = {
+        "validation_error": mean_err,
+        "validation_deviation": bb_err,
+        "smoother_error": mean_g,
+        "smoother_deviation": bb_g,
+    }
+    lower = mean_err - bb_err - mean_g - bb_g
+    return terms, lower
+
+
+def _nw_select_bandwidth(s_train, prefix, lip1, lip2):
+    n = s_train.shape[0]
+    idx = np.unique(np.linspace(0, n - 1, min(n, _NW_SELECT_POINTS)).astype(np.int64))
+    q = s_train[idx]
+    crit = np.empty(_NW_GRID.shape[0])
+    for j, hw in enumerate(_NW_GRID):
+        count, _, m1, m2 = window_moments(s_train, prefix, q, hw)
+        crit[j] = nw_error_bound(count, m1, m2, lip1, lip2).mean()
+    return float(_NW_GRID[int(np.argmin(crit))])
+
+
+def _nw_fold(s_train, y_train, s_valid, delta_fold, *, scale):
+    lip1, lip2 = 1.0 / (2.0 * scale), 3.0 / (2.0 * scale**2)
+    prefix = window_prefix_sums(s_train, y_train)
+    hw = _nw_select_bandwidth(s_train, prefix, lip1, lip2)
+    count, eta, m1, m2 = window_moments(s_train, prefix, s_valid, hw)
+    g = nw_error_bound(count, m1, m2, lip1, lip2)
+    terms, lower = _smoother_fold(np.abs(eta - s_valid), g, delta_fold)
+    return terms, lower, {"bandwidth": hw}
+
+
+def _tv_fold(s_train, y_train, s_valid, delta_fold, *, variation, assume):
+    n_train = s_train.shape[0]
+    d = delta_fold / 4.0
+    if assume == "monotone":
+        from sklearn.isotonic import isotonic_regression
+
+        v = isotonic_regression(y_train, y_min=0.0, y_max=1.0, increasing=True)
+        fitted_variation = float(v[-1] - v[0])
+        extra = {}
+    else:
+        _, t2 = tv_constants(n_train, d)
+        v = tv_denoise(y_train, t2)
+        fitted_variation = total_variation(v)
+        extra = {"penalty": t2 / n_train}
+    # Step extension: each validation score takes the value of the closest
+    # training score at or below it (the first one below the range).
+    j = np.searchsorted(s_train, s_valid, side="right") - 1
+    eta = v[np.clip(j, 0, n_train - 1)]
+    mean_err, bb = _validation_terms(np.abs(s_valid - eta), d)
+    tvb = tv_estimation_term(n_train, d, variation)
+    ptb = tv_transfer_term(n_train, d, d, variation, fitted_variation)
+    terms = {
+        "validation_error": mean_err,
+        "validation_deviation": bb,
+        "tv_estimation": tvb,
+        "tv_transfer": ptb,
+    }
+    extra["fitted_variation"] = fitted_variation
+    return terms, mean_err - bb - tvb - ptb, extra
+
+
+def _bucket_edges(n_buckets, shift, log2_max):
+    """Edges (in units of the finest cell) of ``n_buckets`` uniform buckets
+    shifted by ``shift / _N_SHIFTS`` of a bucket, clipped to [0, 1]."""
+    n_fine = (1 << log2_max) * _N_SHIFTS
+    per_bucket = n_fine // n_buckets
+    inner = (np.arange(n_buckets + 1) * _N_SHIFTS + shift) * (per_bucket // _N_SHIFTS)
+    return np.unique(np.clip(np.concatenate([[0], inner, [n_fine]]), 0, n_fine))
+
+
+def _lipschitz_fold(s_train, y_train, s_valid, delta_fold, *, lipschitz):
+    n_train = s_train.shape[0]
+    log2_max = int(min(_MAX_LOG2_BUCKETS, max(1, np.floor(np.log2(n_train)))))
+    n_fine = (1 << log2_max) * _N_SHIFTS
+
+    def fine_index(s):
+        return np.minimum((s * n_fine).astype(np.int64), n_fine - 1)
+
+    it = fine_index(s_train)
+    cum_n = np.concatenate([[0], np.cumsum(np.bincount(it, minlength=n_fine))])
+    cum_y = np.concatenate(
+        [[0.0], np.cumsum(np.bincount(it, weights=y_train, minlength=n_fine))]
+    )
+    iv = fine_index(s_valid)
+    best = None
+    best_lower = -np.inf
+    for log2_b in range(1, log2_max + 1):
+        n_buckets = 1 << log2_b
+        delta_c = delta_fold / (n_buckets * _N_SHIFTS)
+        for shift in range(_N_SHIFTS):
+            edges = _bucket_edges(n_buckets, shift, log2_max)
+            counts = np.diff(cum_n[edges])
+            ysums = np.diff(cum_y[edges])
+            widths = np.diff(edges) / n_fine
+            b = np.searchsorted(edges, iv, side="right") - 1
+            c = counts[b]
+            safe = np.maximum(c, 1)
+            eta = np.where(c > 0, ysums[b] / safe, s_valid)
+            g = np.where(
+                c > 0, np.minimum(1.0, lipschitz * widths[b] + 0.5 / np.sqrt(safe)), 1.0
+            )
+            terms, lower = _smoother_fold(np.abs(eta - s_valid), g, delta_c)
+            upper = sum(terms.values())
+            if best is None or upper < best[0]:
+                best = (upper, terms, {"n_bins": n_buckets, "shift": shift / _N_SHIFTS})
+            best_lower = max(best_lower, lower)
+    return best[1], best_lower, best[2]
+
+
+_FOLD_FUNCS = {"nw": _nw_fold, "tv": _tv_fold, "lipschitz": _lipschitz_fold}
+
+
+def _run_fold(method, s_sorted, y_sorted, fold_sorted, k, s_valid, delta_fold, kwargs):
+    train = fold_sorted != k
+    s_train = s_sorted[train]
+    y_train = y_sorted[train]
+    terms, lower, extra = _FOLD_FUNCS[method](
+        s_train, y_train, s_valid, delta_fold, **kwargs
+    )
+    return {
+        "upper": float(sum(terms.values())),
+        "lower": float(lower),
+        "estimate": terms["validation_error"],
+        "terms": terms,
+        "n_train": int(s_train.shape[0]),
+        "n_valid": int(s_valid.shape[0]),
+        "delta": delta_fold,
+        **extra,
+    }
+
+
+def _validation_size(n_samples):
+    return int(min(15000, max(5000, 0.05 * n_samples)))
+
+
+def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
+    """Check the method-specific parameters; return the fold function's kwargs."""
+    if method not in _METHODS:
+        raise ValueError(
+            f"method must be one of {', '.join(map(repr, _METHODS))}; got {method!r}."
+        )
+    if assume is not None and (method != "tv" or assume != "monotone"):
+        raise ValueError(
+            "assume must be None or 'monotone' (with method='tv'); "
+            f"got assume={assume!r} with method={method!r}."
+        )
+    scale = None
+    if perturbation_scale is not None:
+        scale = check_real(
+            perturbation_scale, "perturbation_scale", low=0.0, include_low=False
+        )
+    if method == "nw":
+        if scale is None:
+            raise ValueError(
+                "method='nw' needs perturbation_scale, the scale h of the sech "
+                "perturbation that produced the scores."
+            )
+        if lipschitz is not None:
+            raise ValueError(
+                "lipschitz is not used by method='nw' (the constants follow from "
+                "perturbation_scale)."
+            )
+        return {"scale": scale}
+    if method == "lipschitz":
+        if lipschitz is None:
+            if scale is None:
+                raise ValueError(
+                    "method='lipschitz' needs lipschitz= (a Lipschitz constant of "
+                    "the calibration function) or perturbation_scale= (then "
+                    "lipschitz = 1 / (2 perturbation_scale))."
+                )
+            lip = 1.0 / (2.0 * scale)
+        else:
+            lip = check_real(lipschitz, "lipschitz", low=0.0, include_low=False)
+        return {"lipschitz": lip}
+    variation = check_real(variation, "variation", low=0.0, include_low=False)
+    if assume == "monotone" and variation != 1.0:
+        raise ValueError(
+            "assume='monotone' fixes the variation to 1; leave variation=1.0."
+        )
+    return {"variation": variation, "assume": assume}
+
+
+def calibration_error_bound(
+    y_true,
+    y_proba,
+    *,
+    method="tv",
+    delta=0.05,
+    perturbation_scale=None,
+    lipschitz=None,
+    variation=1.0,
+    assume=None,
+    n_splits=5,
+    pos_label=None,
+    random_state=None,
+    n_jobs=None,
+):
+    """Certified bound on the L1 calibration error of a binary classifier.
+
+    With probability at least ``1 - delta`` over the sample, ``upper`` is at
+    least the true calibration error ``CE = E|s - η(s)|``, where
+    ``η(s) = P(y = 1 | s)``, for any sample size (no asymptotics). Each method
+    rests on an assumption about ``η``, stated below; the guarantee holds only
+    under that assumption.
+
+    The sample is split into ``n_splits`` folds. For each fold, a surrogate
+    ``η̂`` is fitted on the other folds (the training part ``T``) and
+    ``E|η̂(s) - s|`` is bounded on (a subsample of) the held-out fold with an
+    empirical Bernstein term; a method-specific term bounds ``E|η̂ - η|``.
+    Each fold uses ``delta / n_splits``; the reported bound is the mean of the
+    fold bounds.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Binary labels.
+    y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+        Scores (predicted probability of the positive class), drawn i.i.d.
+        together with the labels.
+    method : {"tv", "nw", "lipschitz"}, default="tv"
+        * ``"tv"``: ``η`` has total variation at most ``variation`` (the
+          default 1 covers every monotone ``η``). Exact total-variation
+          denoising on ``T``.
+        * ``"nw"``: **only valid for scores produced by the sech perturbation
+          of scale ``perturbation_scale``** (e.g. by
+          ``skcalib.perturbation.PerturbedClassifier``), which guarantees
+          ``|η'| <= 1/(2h)`` and ``|η''| <= 3/(2h²)``. Box-kernel
+          Nadaraya–Watson smoother on ``T``; usually the tightest bound.
+        * ``"lipschitz"``: ``η`` is ``lipschitz``-Lipschitz. Uniform buckets
+          with shifts; the best of all bucket counts ``2, 4, 8, ...`` and
+          shifts is reported, with ``delta`` union-bounded over them.
+    delta : float, default=0.05
+        Failure probability, in (0, 1).
+    perturbation_scale : float, default=None
+        Scale ``h`` of the sech perturbation. Required for ``"nw"``; for
+        ``"lipschitz"`` it sets ``lipschitz = 1 / (2h)`` when ``lipschitz`` is
+        not given.
+    lipschitz : float, default=None
+        Lipschitz constant of ``η`` for ``method="lipschitz"``.
+    variation : float, default=1.0
+        Bound on the total variation of ``η`` for ``method="tv"``.
+    assume : {None, "monotone"}, default=None
+        With ``method="tv"``, ``"monotone"`` fits isotonic regression instead
+        of total-variation denoising (same guarantee, for non-decreasing
+        ``η``).
+    n_splits : int, default=5
+        Number of cross-fitting folds, >= 2.
+    pos_label : int, float, bool or str, default=None
+        The positive class; ``None`` means the greater label.
+    random_state : int, Generator, RandomState or None, default=None
+        Fold assignment and validation subsampling.
+    n_jobs : int, default=None
+        Folds run in parallel with ``joblib.Parallel``.
+
+    Returns
+    -------
+    CalibrationBound
+        ``upper``, ``lower``, ``estimate``, the additive ``terms``,
+        ``per_fold`` details and the tuning parameters used.
+
+    Notes
+    -----
+    The held-out part of each fold is subsampled to
+    ``min(15000, max(5000, 0.05 n))`` points. Tuning parameters (the NW window,
+    the TV penalty) depend on the training part only. The labels of the
+    held-out part are not used: ``E|η̂(s) - s|`` only needs its scores.
+
+    References
+    ----------
+    Ciosek et al., "Certified calibration: bounding the calibration error of
+    perturbed classifiers", arXiv:2512.13872.
+
+    Examples
+    --------
+    >>> from skcalib.datasets import make_calibration_problem
+    >>> from skcalib.metrics import calibration_error_bound
+    >>> prob = make_calibration_problem(
+    ...     20000, problem="u2", perturbation_scale=2**-4, random_state=0
+    ... )
+    >>> b = calibration_error_bound(
+    ...     prob.y_true, prob.y_proba, method="nw",
+    ...     perturbation_scale=2**-4, random_state=0,
+    ... )
+    >>> bool(b.lower <= prob.calibration_error <= b.upper)
+    True
+    """
+    if any_dask(y_true, y_proba):
+        return dask_calibration_error_bound(**locals())
+    data = check_calibration_inputs(
+        y_true, y_proba, pos_label=pos_label, require_binary=True
+    )
+    y, s = data.y, data.proba
+    delta = check_real(
+        delta, "delta", low=0.0, high=1.0, include_low=False, include_high=False
+    )
+    n_splits = check_int(n_splits, "n_splits", min_val=2)
+    kwargs = _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
+    n = s.shape[0]
+    if n < 2 * n_splits:
+        raise ValueError(
+            f"n_samples={n} is too small for n_splits={n_splits}: every fold needs "
+            "at least 2 samples (n_samples >= 2 * n_splits)."
+        )
+    rng = check_random_generator(random_state)
+
+    fold = np.empty(n, dtype=np.int64)
+    fold[rng.permutation(n)] = np.arange(n) % n_splits
+    n_valid = _validation_size(n)
+    valid_scores = []
+    for k in range(n_splits):
+        idx = np.flatnonzero(fold == k)
+        if idx.shape[0] > n_valid:
+            idx = np.sort(rng.choice(idx, n_valid, replace=False))
+        valid_scores.append(s[idx])
+    # One stable sort serves every fold: the training part of a fold is a
+    # subsequence of the sorted sample, so it is sorted too, and ties keep an
+    # order that does not depend on the labels.
+    order = np.argsort(s, kind="stable")
+    s_sorted, y_sorted, fold_sorted = s[order], y[order], fold[order]
+    delta_fold = delta / n_splits
+
+    folds = Parallel(n_jobs=n_jobs)(
+        delayed(_run_fold)(
+            method,
+            s_sorted,
+            y_sorted,
+            fold_sorted,
+            k,
+            valid_scores[k],
+            delta_fold,
+            kwargs,
+        )
+        for k in range(n_splits)
+    )
+    names = folds[0]["terms"].keys()
+    terms = {name: float(np.mean([f["terms"][name] for f in folds])) for name in names}
+    return CalibrationBound(
+        upper=float(sum(terms.values())),
+        lower=max(0.0, float(np.mean([f["lower"] for f in folds]))),
+        estimate=terms["validation_error"],
+        method=method,
+        delta=delta,
+        n_samples=int(n),
+        n_splits=n_splits,
+        terms=terms,
+        per_fold=tuple(folds),
+        bandwidth=np.array([f["bandwidth"] for f in folds]) if method == "nw" else None,
+        n_bins=np.array([f["n_bins"] for f in folds])
+        if method == "lipschitz"
+        else None,
+        assume=assume,
+    )

@@ -1,0 +1,310 @@
+"""ECE-KDE: calibration error with Dirichlet / Beta kernel density estimates."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._backend.bandwidth import select_dirichlet_bandwidth
+from .._backend.smoothing import dirichlet_nw
+from .._validation import (
+    binary_tasks,
+    check_calibration_inputs,
+    check_int,
+    check_multi_class,
+    check_real,
+)
+from ._scorer import CalibrationScorer, register_scorer
+
+__all__ = ["kde_calibration_error", "KDECalibrationResult"]
+
+_MULTI_CLASS = ("canonical", "classwise", "top-label")
+_SELECTORS = ("mle", "risk")
+
+
+@dataclass(frozen=True)
+class KDECalibrationResult:
+    """Details of a :func:`kde_calibration_error` evaluation.
+
+    Attributes
+    ----------
+    value : float
+        The estimate returned without ``return_details`` (after ``root``).
+    bandwidth : float or ndarray of shape (n_classes,)
+        Bandwidth used; one per class for ``multi_class="classwise"``.
+    effective_sample_size_median, effective_sample_size_min : float or ndarray
+        Median and minimum over samples (of positive weight) of the
+        effective number of neighbours ``1 / sum_i W_ji^2`` of the
+        leave-one-out kernel weights; one per class for ``"classwise"``.
+        A minimum near 1 means some estimates rest on a single neighbour.
+    per_sample : ndarray of shape (n_samples,)
+        Terms whose weighted mean is the ``p``-th power estimate (before
+        ``root``); averaged over classes for ``"classwise"``.
+    p : float
+    debiased : bool
+    multi_class : str
+        ``"binary"`` for binary input, else the reduction used.
+    """
+
+    value: float
+    bandwidth: object
+    effective_sample_size_median: object
+    effective_sample_size_min: object
+    per_sample: np.ndarray
+    p: float
+    debiased: bool
+    multi_class: str
+
+
+def _check_bandwidth(bandwidth):
+    if isinstance(bandwidth, str):
+        return check_multi_class(bandwidth, _SELECTORS, name="bandwidth")
+    if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
+        raise TypeError(
+            f"bandwidth must be 'mle', 'risk' or a positive float; got {bandwidth!r}."
+        )
+    return check_real(bandwidth, "bandwidth", low=0.0, include_low=False)
+
+
+def _check_options(p, bandwidth, multi_class, debias, root, chunk_size, n_jobs):
+    p = check_real(p, "p", low=1.0)
+    bandwidth = _check_bandwidth(bandwidth)
+    check_multi_class(multi_class, _MULTI_CLASS)
+    if isinstance(debias, str):
+        if debias != "auto":
+            raise ValueError(f"debias must be 'auto', True or False; got {debias!r}.")
+        debias = p == 2
+    elif not isinstance(debias, (bool, np.bool_)):
+        raise TypeError(f"debias must be 'auto', True or False; got {debias!r}.")
+    elif debias and p != 2:
+        raise ValueError(
+            f"debias=True needs p=2 (the U-statistic exists for the squared error "
+            f"only); got p={p:g}."
+        )
+    if not isinstance(root, (bool, np.bool_)):
+        raise TypeError(f"root must be True or False; got {root!r}.")
+    if chunk_size is not None:
+        check_int(chunk_size, "chunk_size", min_val=1)
+    if n_jobs is not None:
+        check_int(n_jobs, "n_jobs")
+    return p, bandwidth, bool(debias)
+
+
+def _problems(data, multi_class):
+    """``(F, y, w, scale)`` problems on the simplex; results are averaged.
+
+    Binary reductions run on the two-class simplex ``(1 - s, s)``; both
+    coordinates carry the same error, so ``scale = 1/2`` turns the K = 2 sum
+    into the scalar error of the positive class.
+    """
+    if data.kind == "multiclass" and multi_class == "canonical":
+        return [(data.proba, data.y, data.weight, 1.0)]
+    return [
+        (np.column_stack([1.0 - s, s]), y.astype(np.int64), w, 0.5)
+        for y, s, w in binary_tasks(data, multi_class)
+    ]
+
+
+def _solve(F, y, w, scale, *, p, bandwidth, debias, chunk_size, n_jobs):
+    if isinstance(bandwidth, str):
+        bandwidth, _ = select_dirichlet_bandwidth(
+            F, y, w, bandwidth, chunk_size=chunk_size, n_jobs=n_jobs
+        )
+    res = dirichlet_nw(
+        F,
+        y,
+        w,
+        None,
+        bandwidth,
+        leave_one_out=True,
+        pair_agreement=debias,
+        chunk_size=chunk_size,
+        n_jobs=n_jobs,
+    )
+    if debias:
+        # E||e_y - f||^2 - 1 + E||E[e_y|f]||^2 = E||E[e_y|f] - f||^2, with the
+        # last moment estimated without the diagonal (i = i') pairs.
+        sq = 1.0 - 2.0 * F[np.arange(F.shape[0]), y] + np.einsum("ij,ij->i", F, F)
+        terms = sq - 1.0 + res.pair_agreement
+    else:
+        terms = (np.abs(res.ratio - F) ** p).sum(axis=1)
+    ess = res.effective_sample_size[w > 0]
+    return scale * terms, bandwidth, float(np.median(ess)), float(ess.min())
+
+
+def kde_calibration_error(
+    y_true,
+    y_proba,
+    *,
+    p=1,
+    bandwidth="mle",
+    multi_class="canonical",
+    debias="auto",
+    root=False,
+    sample_weight=None,
+    pos_label=None,
+    labels=None,
+    chunk_size=None,
+    n_jobs=None,
+    return_details=False,
+):
+    """Kernel (ECE-KDE) estimate of the L_p calibration error.
+
+    Estimates the canonical calibration error
+
+    .. math::
+
+        \\mathrm{CE}_p^p = \\mathbb{E}\\, \\| \\mathbb{E}[e_y \\mid f] - f \\|_p^p
+
+    (Popordanoska, Sayer & Blaschko, 2022) by plugging in the leave-one-out
+    Nadaraya-Watson estimate of ``E[e_y | f]`` with a Dirichlet kernel on the
+    probability simplex, ``k_b(f_j; f_i) = Dir(f_j; f_i / b + 1)``.
+    Unlike a binned ECE it is consistent for the whole probability vector.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels.
+    y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probability of the positive class, or of each class (columns
+        in the order of the sorted labels, as ``predict_proba`` returns them).
+        Exact zeros are fine: rows are clipped to ``[1e-12, 1 - 1e-12]`` and
+        renormalised inside the kernel.
+    p : float >= 1, default=1
+        Order of the error.
+    bandwidth : {"mle", "risk"} or float > 0, default="mle"
+        Kernel bandwidth ``b``. ``"mle"`` maximises the leave-one-out
+        likelihood of the kernel density over 15 log-spaced values in
+        ``[1e-5, 0.1]`` and ``0.2, 0.4, ..., 1.0``; ``"risk"`` uses risk
+        alignment (Zhou, Popordanoska & Blaschko) on the same grid. Both run
+        on a random subsample of 3000 points (fixed seed) for larger
+        ``n_samples`` and warn when the choice is an end of the grid.
+    multi_class : {"canonical", "classwise", "top-label"}, default="canonical"
+        For multiclass ``y_proba``: ``"canonical"`` compares the whole
+        probability vector (Dirichlet kernel on the ``n_classes`` simplex);
+        ``"classwise"`` averages the one-vs-rest errors of the classes and
+        ``"top-label"`` uses the confidence of the predicted class (Beta
+        kernels). Ignored for binary problems, whose error is the scalar
+        ``E|E[y|s] - s|^p`` of the positive class.
+    debias : "auto" or bool, default="auto"
+        ``"auto"`` means ``True`` for ``p=2`` and ``False`` otherwise. The
+        debiased ``p=2`` estimate removes the diagonal terms of
+        ``||R_j||^2`` (a U-statistic); it is unbiased for ``CE_2^2`` up to
+        kernel smoothing and can be negative, which is reported as is.
+    root : bool, default=False
+        Return the ``p``-th root. A negative debiased estimate ``v`` gives
+        ``-(-v) ** (1 / p)`` so that the root stays monotone in the estimate.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Frequency weights: they enter the kernel sums and the outer mean; a
+        sample of weight 2 counts like two copies of it.
+    pos_label : int, float, bool or str, default=None
+        Positive class of a binary problem; ``None`` means the greater label.
+    labels : array-like, default=None
+        All class labels, needed when ``y_true`` lacks some class of ``y_proba``.
+    chunk_size : int, default=None
+        Rows of the kernel matrix held in memory at once; the default keeps
+        work arrays near 32 MB. Memory is ``O(chunk_size * n_samples)``.
+    n_jobs : int, default=None
+        Threads evaluating chunks in parallel (``-1``: all cores).
+    return_details : bool, default=False
+        Return a :class:`KDECalibrationResult` instead of a float.
+
+    Returns
+    -------
+    float or KDECalibrationResult
+        ``CE_p^p`` (or ``CE_p`` with ``root=True``).
+
+    Notes
+    -----
+    Cost is ``O(n_samples^2 * n_classes)`` time per evaluation (and per
+    class for ``"classwise"``). The kernel matrix is never formed: rows are
+    processed in chunks, each as a numerically stable row-softmax of
+    log-kernels, so tiny bandwidths and hundreds of classes do not underflow.
+
+    The plug-in estimate (``debias=False``) is biased upward when the model is
+    close to calibrated: with ``n`` samples the noise of ``R_j`` adds roughly
+    ``1 / sqrt(effective sample size)`` to every term. Prefer ``p=2`` with the
+    default debiasing to test for perfect calibration. The ``"mle"`` bandwidth
+    fits the density of the predictions, not the calibration error: it often
+    picks small bandwidths (few effective neighbours, check
+    ``effective_sample_size_median``), where the plug-in value is inflated.
+    More classes need wider kernels for the same effective sample size.
+
+    Differences from the reference implementation of Popordanoska et al.:
+    ``"classwise"`` *averages* the one-vs-rest errors (the original sums them,
+    so its values are ``n_classes`` times larger); a binary problem reports the
+    error of the positive class (the original reports the sum over both
+    coordinates, twice this value); the ``"mle"`` criterion has no extra
+    ``-log b`` term (which made the original pick the smallest bandwidth on
+    binary data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics import kde_calibration_error
+    >>> rng = np.random.default_rng(0)
+    >>> proba = rng.dirichlet([1, 1, 1], size=500)
+    >>> y = np.array([rng.choice(3, p=q) for q in proba])  # calibrated
+    >>> l2 = kde_calibration_error(y, proba, p=2, bandwidth=0.05)
+    >>> bool(abs(l2) < 0.02)
+    True
+    >>> overconfident = proba**2 / (proba**2).sum(axis=1, keepdims=True)
+    >>> res = kde_calibration_error(y, overconfident, bandwidth=0.05,
+    ...                             return_details=True)
+    >>> res.bandwidth, bool(res.value > 0.1)
+    (0.05, True)
+    """
+    p, bandwidth, debias = _check_options(
+        p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
+    )
+    data = check_calibration_inputs(
+        y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
+    )
+    n_needed = 3 if debias else 2
+    if np.count_nonzero(data.weight > 0) < n_needed:
+        raise ValueError(
+            f"kde_calibration_error needs at least {n_needed} samples with positive "
+            f"sample_weight ({'debiased ' if debias else ''}leave-one-out estimate)."
+        )
+    problems = _problems(data, multi_class)
+    results = [
+        _solve(
+            F,
+            y,
+            w,
+            scale,
+            p=p,
+            bandwidth=bandwidth,
+            debias=debias,
+            chunk_size=chunk_size,
+            n_jobs=n_jobs,
+        )
+        for F, y, w, scale in problems
+    ]
+    per_sample = np.mean([r[0] for r in results], axis=0)
+    w = data.weight
+    value = float(np.dot(w, np.where(w > 0, per_sample, 0.0)) / w.sum())
+    if root:
+        value = float(np.sign(value) * abs(value) ** (1.0 / p))
+    if not return_details:
+        return value
+
+    def collect(i):
+        vals = [r[i] for r in results]
+        return vals[0] if len(vals) == 1 else np.array(vals)
+
+    return KDECalibrationResult(
+        value=value,
+        bandwidth=collect(1),
+        effective_sample_size_median=collect(2),
+        effective_sample_size_min=collect(3),
+        per_sample=per_sample,
+        p=p,
+        debiased=debias,
+        multi_class="binary" if data.kind == "binary" else multi_class,
+    )
+
+
+register_scorer("neg_kde_calibration_error", CalibrationScorer(kde_calibration_error))

@@ -1,0 +1,131 @@
+"""Binned calibration error against hand computations and sklearn."""
+
+import numpy as np
+import pytest
+from sklearn.calibration import calibration_curve
+
+from skcalib.metrics import binned_calibration_error
+
+
+def test_hand_computed_small_case():
+    y = np.array([0, 1, 0, 1, 1])
+    p = np.array([0.05, 0.2, 0.45, 0.8, 1.0])
+    # 2 uniform bins: [0, .5) holds 0.05, 0.2, 0.45 (labels 0,1,0), [.5, 1] holds 0.8, 1.0
+    g0 = abs(1 / 3 - (0.05 + 0.2 + 0.45) / 3)
+    g1 = abs(1.0 - 0.9)
+    assert binned_calibration_error(y, p, n_bins=2) == pytest.approx(0.6 * g0 + 0.4 * g1)
+    assert binned_calibration_error(y, p, n_bins=2, norm="max") == pytest.approx(max(g0, g1))
+    l2 = np.sqrt(0.6 * g0**2 + 0.4 * g1**2)
+    assert binned_calibration_error(y, p, n_bins=2, norm="l2") == pytest.approx(l2)
+    assert binned_calibration_error(y, p, n_bins=2, norm="l2", squared=True) == pytest.approx(
+        l2**2
+    )
+
+
+def test_score_one_is_in_last_bin():
+    # A score of exactly 1.0 must not be dropped or put in an extra bin.
+    _, bins = binned_calibration_error([1, 1], [0.95, 1.0], n_bins=10, return_bins=True)
+    np.testing.assert_array_equal(bins["bin"], [9])
+    np.testing.assert_array_equal(bins["count"], [2])
+
+
+def test_weighted_equals_repetition():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=200)
+    y = (rng.uniform(size=200) < p**2).astype(int)
+    reps = rng.integers(1, 4, size=200)
+    for norm in ("l1", "l2", "max"):
+        a = binned_calibration_error(y, p, sample_weight=reps, norm=norm)
+        b = binned_calibration_error(np.repeat(y, reps), np.repeat(p, reps), norm=norm)
+        assert a == pytest.approx(b)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("n_bins", [5, 10, "cbrt"])
+def test_against_sklearn_calibration_curve(strategy, n_bins):
+    rng = np.random.default_rng(1)
+    p = rng.beta(2, 5, size=1000)
+    y = (rng.uniform(size=1000) < np.sqrt(p)).astype(int)
+    nb = int(np.ceil(1000 ** (1 / 3))) if n_bins == "cbrt" else n_bins
+    prob_true, prob_pred = calibration_curve(y, p, n_bins=nb, strategy=strategy)
+    # bin masses recomputed with sklearn's edges (same right-closed rule)
+    if strategy == "uniform":
+        edges = np.linspace(0, 1, nb + 1)
+    else:
+        edges = np.percentile(p, np.linspace(0, 100, nb + 1))
+    idx = np.searchsorted(edges[1:-1], p, side="right")
+    counts = np.bincount(idx, minlength=nb)
+    mass = counts[counts > 0] / len(p)
+    ece = np.sum(mass * np.abs(prob_true - prob_pred))
+    l2 = np.sqrt(np.sum(mass * (prob_true - prob_pred) ** 2))
+    mce = np.max(np.abs(prob_true - prob_pred))
+    kw = dict(n_bins=n_bins, strategy=strategy)
+    assert binned_calibration_error(y, p, **kw) == pytest.approx(ece)
+    assert binned_calibration_error(y, p, norm="l2", **kw) == pytest.approx(l2)
+    assert binned_calibration_error(y, p, norm="max", **kw) == pytest.approx(mce)
+
+
+def test_debiased_l2_is_unbiased_at_perfect_calibration():
+    # Calibrated data: the plug-in squared error is positive on average, the
+    # debiased one averages to ~0 (Kumar et al. 2019).
+    rng = np.random.default_rng(3)
+    plug, deb = [], []
+    for _ in range(200):
+        p = rng.uniform(size=300)
+        y = (rng.uniform(size=300) < p).astype(int)
+        plug.append(binned_calibration_error(y, p, norm="l2", squared=True, n_bins=10))
+        deb.append(
+            binned_calibration_error(y, p, norm="l2", squared=True, n_bins=10, debias=True)
+        )
+    se = np.std(deb) / np.sqrt(len(deb))
+    assert abs(np.mean(deb)) < 3 * se + 1e-4
+    assert np.mean(plug) > 10 * se
+
+
+def test_debiased_l2_converges_to_truth():
+    # E[y|s] = s^2 with s ~ U(0,1): the binned L2 with 10 bins has population
+    # value computable exactly per bin: gap_k = mean(s^2 - s) over the bin.
+    edges = np.linspace(0, 1, 11)
+    a, b = edges[:-1], edges[1:]
+    gap = (b**3 - a**3) / 3 / (b - a) - (a + b) / 2
+    truth = np.sum(0.1 * gap**2)
+    rng = np.random.default_rng(4)
+    vals = []
+    for _ in range(100):
+        p = rng.uniform(size=400)
+        y = (rng.uniform(size=400) < p**2).astype(int)
+        vals.append(
+            binned_calibration_error(y, p, norm="l2", squared=True, n_bins=10, debias=True)
+        )
+    assert np.mean(vals) == pytest.approx(truth, abs=3 * np.std(vals) / 10)
+
+
+def test_multiclass_classwise_and_top_label():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), size=500)
+    y = np.array([rng.choice(3, p=p) for p in P])
+    conf, pred = P.max(1), P.argmax(1)
+    assert binned_calibration_error(y, P) == pytest.approx(
+        binned_calibration_error((pred == y).astype(int), conf)
+    )
+    cw = np.mean([binned_calibration_error((y == k).astype(int), P[:, k]) for k in range(3)])
+    assert binned_calibration_error(y, P, multi_class="classwise") == pytest.approx(cw)
+    _, tables = binned_calibration_error(y, P, multi_class="classwise", return_bins=True)
+    assert len(tables) == 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_bins=0), "n_bins"),
+        (dict(n_bins="sqrt"), "n_bins"),
+        (dict(n_bins=2.5), "n_bins"),
+        (dict(strategy="kmeans"), "strategy"),
+        (dict(norm="l3"), "norm"),
+        (dict(debias=True), "debias"),
+        (dict(squared=True, norm="max"), "squared"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        binned_calibration_error([0, 1], [0.2, 0.7], **kwargs)

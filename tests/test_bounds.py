@@ -1,0 +1,359 @@
+"""Certified calibration-error bounds: formulas, coverage and input checks."""
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+from scipy.optimize import lsq_linear
+
+from skcalib.datasets import PROBLEMS, make_calibration_problem
+from skcalib.metrics import CalibrationBound, calibration_error_bound
+
+H = 2.0**-4
+
+
+# ---------------------------------------------------------------------------
+# Independent re-implementation of DESIGN.md §4.6 (brute force, small n)
+# ---------------------------------------------------------------------------
+
+
+def bernstein(values, delta):
+    n = values.size
+    return np.sqrt(2 * values.var() * np.log(3 / delta) / n) + 3 * np.log(3 / delta) / n
+
+
+def folds_like_the_library(n, n_splits, seed):
+    # The documented recipe: a permutation from the seeded Generator assigns
+    # fold k to positions k, k + K, ...; small samples use whole folds as V.
+    rng = np.random.default_rng(seed)
+    fold = np.empty(n, dtype=int)
+    fold[rng.permutation(n)] = np.arange(n) % n_splits
+    return fold
+
+
+def brute_nw_fold(sT, yT, sV, hw, h, delta_f):
+    L1, L2 = 1 / (2 * h), 3 / (2 * h * h)
+    err, g = [], []
+    for t in sV:
+        inside = np.abs(sT - t) <= hw
+        c = inside.sum()
+        if c == 0:
+            err.append(0.0)
+            g.append(1.0)
+            continue
+        w = np.full(c, 1.0 / c)
+        d = sT[inside] - t
+        err.append(abs(np.dot(w, yT[inside]) - t))
+        m1, m2, nu = np.dot(w, d), np.dot(w, d * d), np.sqrt(np.sum(w * w))
+        g.append(min(1.0, L1 * abs(m1) + L2 / 2 * m2 + nu / 2))
+    err, g = np.array(err), np.array(g)
+    return (
+        err.mean() + g.mean() + bernstein(err, delta_f / 2) + bernstein(g, delta_f / 2)
+    )
+
+
+def brute_tv_fold(sT, yT, sV, delta_f, V):
+    n = sT.size
+    d = delta_f / 4
+    t1 = np.sqrt(np.log(4 / d) / 2)
+    t2 = np.sqrt(n * np.log(4 * (n - 1) / d) / 8)
+    lam = t2 / n
+    # (1 / 2n)||y - v||² + lam ||Dv||₁ through its box-constrained dual.
+    D = np.diff(np.eye(n), axis=0)
+    z = lsq_linear(D.T, yT, bounds=(-n * lam, n * lam), method="bvls", tol=1e-15).x
+    v = yT - D.T @ z
+    v_hat = np.abs(np.diff(v)).sum()
+    eta = np.array([v[max(np.searchsorted(sT, t, side="right") - 1, 0)] for t in sV])
+    err = np.abs(sV - eta)
+    tvb = np.sqrt((2 * t1**2 + 2 * t1 * np.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / n)
+    ptb = (V + v_hat) * np.sqrt(np.log(2 / d) / (2 * n)) + np.sqrt(
+        np.log(2 / d) / (2 * n)
+    )
+    return err.mean() + bernstein(err, d) + tvb + ptb
+
+
+def split(d, fold, k):
+    order = np.argsort(d.y_proba, kind="stable")
+    train = order[fold[order] != k]
+    return d.y_proba[train], d.y_true[train].astype(float), d.y_proba[fold == k]
+
+
+@pytest.mark.parametrize("n, n_splits", [(240, 3), (60, 2)])
+def test_nw_matches_brute_force(n, n_splits):
+    d = make_calibration_problem(n, problem="u2", perturbation_scale=H, random_state=4)
+    b = calibration_error_bound(
+        d.y_true,
+        d.y_proba,
+        method="nw",
+        perturbation_scale=H,
+        n_splits=n_splits,
+        delta=0.1,
+        random_state=11,
+    )
+    fold = folds_like_the_library(n, n_splits, 11)
+    uppers = []
+    for k, info in enumerate(b.per_fold):
+        sT, yT, sV = split(d, fold, k)
+        uppers.append(brute_nw_fold(sT, yT, sV, info["bandwidth"], H, 0.1 / n_splits))
+        assert info["upper"] == pytest.approx(uppers[-1], rel=1e-10)
+    assert b.upper == pytest.approx(np.mean(uppers), rel=1e-10)
+    assert b.upper == pytest.approx(sum(b.terms.values()), rel=1e-12)
+
+
+@pytest.mark.parametrize("variation", [1.0, 2.5])
+def test_tv_matches_brute_force(variation):
+    n, n_splits = 150, 3
+    d = make_calibration_problem(n, problem="overconfident", random_state=2)
+    b = calibration_error_bound(
+        d.y_true,
+        d.y_proba,
+        method="tv",
+        variation=variation,
+        n_splits=n_splits,
+        random_state=5,
+    )
+    fold = folds_like_the_library(n, n_splits, 5)
+    uppers = [
+        brute_tv_fold(*split(d, fold, k), 0.05 / n_splits, variation)
+        for k in range(n_splits)
+    ]
+    np.testing.assert_allclose([f["upper"] for f in b.per_fold], uppers, rtol=1e-8)
+    assert b.upper == pytest.approx(np.mean(uppers), rel=1e-8)
+
+
+def test_lipschitz_bucket_candidate_matches_brute_force():
+    n, n_splits, L = 200, 2, 3.0
+    d = make_calibration_problem(n, problem="u2", random_state=8)
+    b = calibration_error_bound(
+        d.y_true,
+        d.y_proba,
+        method="lipschitz",
+        lipschitz=L,
+        n_splits=n_splits,
+        random_state=1,
+    )
+    fold = folds_like_the_library(n, n_splits, 1)
+    for k, info in enumerate(b.per_fold):
+        sT, yT, sV = split(d, fold, k)
+        B, shift = info["n_bins"], info["shift"]
+        edges = np.unique(np.clip((np.arange(-1, B + 2) + shift) / B, 0, 1))
+        bT = np.minimum(np.searchsorted(edges, sT, side="right") - 1, edges.size - 2)
+        bV = np.minimum(np.searchsorted(edges, sV, side="right") - 1, edges.size - 2)
+        err, g = [], []
+        for t, j in zip(sV, bV, strict=True):
+            c = np.sum(bT == j)
+            width = edges[j + 1] - edges[j]
+            err.append(abs(yT[bT == j].mean() - t) if c else 0.0)
+            g.append(min(1.0, L * width + 0.5 / np.sqrt(c)) if c else 1.0)
+        err, g = np.array(err), np.array(g)
+        delta_c = 0.05 / n_splits / (B * 4)
+        ref = (
+            err.mean()
+            + g.mean()
+            + bernstein(err, delta_c / 2)
+            + bernstein(g, delta_c / 2)
+        )
+        assert info["upper"] == pytest.approx(ref, rel=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# Coverage on problems with exact ground truth
+# ---------------------------------------------------------------------------
+
+METHODS = {
+    "nw": dict(method="nw", perturbation_scale=H),
+    "tv": dict(method="tv"),
+    "tv-monotone": dict(method="tv", assume="monotone"),
+    "lipschitz": dict(method="lipschitz", perturbation_scale=H),
+}
+
+
+def method_kwargs(name, data):
+    kw = dict(METHODS[name])
+    if name == "tv":
+        kw["variation"] = max(1.0, data.total_variation)
+    return kw
+
+
+def coverage(problem, name, n, reps, seed0=0):
+    if name == "tv-monotone" and problem == "wiggle":
+        pytest.skip("wiggle is not monotone")
+    hits, gaps = 0, []
+    for r in range(reps):
+        d = make_calibration_problem(
+            n, problem=problem, perturbation_scale=H, random_state=seed0 + r
+        )
+        b = calibration_error_bound(
+            d.y_true, d.y_proba, random_state=r, **method_kwargs(name, d)
+        )
+        hits += b.lower <= d.calibration_error <= b.upper
+        gaps.append(b.upper - d.calibration_error)
+    return hits / reps, float(np.mean(gaps))
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_coverage_fast(problem, name, record_property):
+    rate, gap = coverage(problem, name, n=1500, reps=8)
+    record_property("coverage", rate)
+    assert rate == 1.0, f"coverage {rate:.2f} (mean gap {gap:.4f})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(METHODS))
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_coverage_slow(problem, name, record_property):
+    rate, gap = coverage(problem, name, n=20000, reps=25, seed0=1000)
+    record_property("coverage", rate)
+    print(f"{problem:14s} {name:12s} coverage {rate:.2f}  mean gap {gap:.4f}")
+    # The guarantee is >= 1 - delta = 0.95 for each of upper and lower.
+    assert rate >= 0.9
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_tiny_samples_stay_above_truth(name):
+    # A dozen samples: the guarantee holds for any n, so the bound must stay
+    # above the truth (and the lower bound below it) even here. Each single
+    # term is then so large that coverage alone cannot reveal a dropped term;
+    # the brute-force tests above check every term against its formula.
+    for r in range(20):
+        d = make_calibration_problem(
+            12, problem="u2", perturbation_scale=H, random_state=100 + r
+        )
+        b = calibration_error_bound(
+            d.y_true, d.y_proba, n_splits=2, random_state=r, **method_kwargs(name, d)
+        )
+        assert b.upper >= d.calibration_error
+        assert b.lower <= d.calibration_error
+
+
+def test_nw_tightens_with_n():
+    gaps = []
+    for n in (2000, 50000):
+        d = make_calibration_problem(
+            n, problem="u2", perturbation_scale=H, random_state=0
+        )
+        b = calibration_error_bound(
+            d.y_true, d.y_proba, method="nw", perturbation_scale=H, random_state=0
+        )
+        gaps.append(b.upper - d.calibration_error)
+        assert 0 <= b.lower <= b.estimate <= b.upper
+    assert 0 < gaps[1] < 0.6 * gaps[0]
+
+
+# ---------------------------------------------------------------------------
+# API behaviour
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_calibration_problem(
+        3000, problem="u2", perturbation_scale=H, random_state=0
+    )
+
+
+def test_result_object(data):
+    b = calibration_error_bound(
+        data.y_true, data.y_proba, method="nw", perturbation_scale=H, random_state=0
+    )
+    assert isinstance(b, CalibrationBound)
+    assert b.method == "nw" and b.delta == 0.05 and b.n_samples == 3000
+    assert b.n_splits == 5 and len(b.per_fold) == 5 and b.bandwidth.shape == (5,)
+    assert b.n_bins is None
+    assert all(f["delta"] == pytest.approx(0.01) for f in b.per_fold)
+    assert all(f["n_valid"] == 600 and f["n_train"] == 2400 for f in b.per_fold)
+    text = repr(b)
+    assert "upper" in text and "smoother_error" in text and "bandwidth" in text
+    assert b.upper == pytest.approx(np.mean([f["upper"] for f in b.per_fold]))
+
+
+def test_reproducible_and_parallel(data):
+    kw = dict(method="tv", random_state=3)
+    a = calibration_error_bound(data.y_true, data.y_proba, **kw)
+    # Threads keep the test fast; the fold jobs are the same under any backend.
+    with parallel_config(backend="threading"):
+        b = calibration_error_bound(data.y_true, data.y_proba, n_jobs=2, **kw)
+    assert a.upper == b.upper and a.lower == b.lower
+    c = calibration_error_bound(data.y_true, data.y_proba, method="tv", random_state=4)
+    assert c.upper != a.upper
+
+
+def test_validation_subsample_size():
+    d = make_calibration_problem(200_000, problem="u2", random_state=0)
+    b = calibration_error_bound(
+        d.y_true, d.y_proba, method="tv", assume="monotone", random_state=0
+    )
+    assert all(f["n_valid"] == 10000 for f in b.per_fold)  # 0.05 n
+    assert b.per_fold[0]["fitted_variation"] <= 1.0
+
+
+def test_string_labels_and_pos_label(data):
+    labels = np.where(data.y_true == 1, "yes", "no")
+    a = calibration_error_bound(labels, data.y_proba, method="tv", random_state=0)
+    b = calibration_error_bound(data.y_true, data.y_proba, method="tv", random_state=0)
+    assert a.upper == b.upper
+    flipped = calibration_error_bound(
+        labels, 1 - data.y_proba, method="tv", pos_label="no", random_state=0
+    )
+    assert flipped.estimate == pytest.approx(b.estimate, abs=0.02)
+
+
+def test_inputs_not_modified(data):
+    y, s = data.y_true.copy(), data.y_proba.copy()
+    calibration_error_bound(y, s, method="lipschitz", lipschitz=8.0, random_state=0)
+    np.testing.assert_array_equal(y, data.y_true)
+    np.testing.assert_array_equal(s, data.y_proba)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(delta=0.0), ValueError, "delta"),
+        (dict(delta=1.0), ValueError, "delta"),
+        (dict(delta=-0.1), ValueError, "delta"),
+        (dict(delta="x"), TypeError, "delta"),
+        (dict(method="bogus"), ValueError, "method"),
+        (dict(method="nw"), ValueError, "perturbation_scale"),
+        (dict(method="nw", perturbation_scale=0.0), ValueError, "perturbation_scale"),
+        (
+            dict(method="nw", perturbation_scale=H, lipschitz=2.0),
+            ValueError,
+            "lipschitz",
+        ),
+        (dict(method="lipschitz"), ValueError, "lipschitz"),
+        (dict(method="lipschitz", lipschitz=-1.0), ValueError, "lipschitz"),
+        (dict(method="tv", variation=0.0), ValueError, "variation"),
+        (dict(method="tv", assume="convex"), ValueError, "assume"),
+        (
+            dict(method="nw", perturbation_scale=H, assume="monotone"),
+            ValueError,
+            "assume",
+        ),
+        (dict(method="tv", assume="monotone", variation=2.0), ValueError, "variation"),
+        (dict(n_splits=1), ValueError, "n_splits"),
+        (dict(n_splits=2.5), TypeError, "n_splits"),
+        (dict(random_state="seed"), TypeError, "random_state"),
+    ],
+)
+def test_bad_parameters(data, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        calibration_error_bound(data.y_true, data.y_proba, **kwargs)
+
+
+def test_bad_data():
+    y = np.array([0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0])
+    s = np.linspace(0.05, 0.95, 12)
+    with pytest.raises(ValueError, match="classes"):
+        calibration_error_bound(np.arange(12) % 3, s)
+    with pytest.raises(ValueError, match=r"y_proba.*\[0, 1\]"):
+        calibration_error_bound(y, s + 0.5)
+    s_nan = s.copy()
+    s_nan[3] = np.nan
+    with pytest.raises(ValueError, match="y_proba"):
+        calibration_error_bound(y, s_nan)
+    with pytest.raises(ValueError, match="inconsistent"):
+        calibration_error_bound(y[:-1], s)
+    with pytest.raises(ValueError, match="n_splits"):
+        calibration_error_bound(y[:9], s[:9], n_splits=5)
+    with pytest.raises(ValueError, match="binary"):
+        calibration_error_bound(np.arange(12) % 3, np.full((12, 3), 1 / 3))

@@ -1,0 +1,519 @@
+"""Displays: artists carry the metric's data, axes handling, no global state."""
+
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from sklearn.datasets import make_classification  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import cross_validate  # noqa: E402
+from sklearn.svm import LinearSVC  # noqa: E402
+
+from skcalib.display import (  # noqa: E402
+    BinnedReliabilityDisplay,
+    SmoothReliabilityDisplay,
+)
+from skcalib.metrics import smooth_calibration_curve  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _binary(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(size=n)
+    y = (rng.uniform(size=n) < p**2).astype(int)
+    return y, p
+
+
+def _multiclass(n=3000, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.ones(k), size=n)
+    y = (rng.uniform(size=n)[:, None] > np.cumsum(P, axis=1)).sum(axis=1)
+    return y, P
+
+
+def _vertices(collection):
+    return np.concatenate([p.vertices for p in collection.get_paths()])
+
+
+def _has_points(vertices, x, y):
+    """Whether every finite (x_i, y_i) is a vertex of the polygon."""
+    ok = np.isfinite(y)
+    table = {(round(a, 9), round(b, 9)) for a, b in vertices}
+    return all(
+        (round(a, 9), round(b, 9)) in table for a, b in zip(x[ok], y[ok], strict=True)
+    )
+
+
+def test_smooth_artists_carry_metric_output():
+    y, p = _binary()
+    curve = smooth_calibration_curve(y, p, n_bootstrap=40, random_state=3)
+    disp = SmoothReliabilityDisplay.from_predictions(
+        y, p, n_bootstrap=40, random_state=3, name="model"
+    )
+    np.testing.assert_array_equal(disp.line_.get_xdata(), curve.scores)
+    np.testing.assert_array_equal(disp.line_.get_ydata(), curve.y_smooth)
+    np.testing.assert_array_equal(disp.scores, curve.scores)
+    assert disp.smece == curve.smece and disp.smece_ci == curve.smece_ci
+    band = _vertices(disp.band_)
+    assert _has_points(band, curve.scores, curve.y_smooth_low)
+    assert _has_points(band, curve.scores, curve.y_smooth_high)
+    # The band polygon spans exactly the bootstrap limits.
+    assert band[:, 1].min() == pytest.approx(np.nanmin(curve.y_smooth_low))
+    assert band[:, 1].max() == pytest.approx(np.nanmax(curve.y_smooth_high))
+    label = disp.line_.get_label()
+    assert label.startswith("model (smECE = ")
+    assert f"{curve.smece:.3f}" in label
+    assert f"[{curve.smece_ci[0]:.3f}, {curve.smece_ci[1]:.3f}]" in label
+    legend = [t.get_text() for t in disp.ax_.get_legend().get_texts()]
+    assert label in legend and "Perfectly calibrated" in legend
+
+
+def test_smooth_ribbon_width_follows_density():
+    y, p = _binary()
+    rng = np.random.default_rng(1)
+    p = np.clip(rng.beta(0.6, 0.6, size=p.size), 0, 1)  # dense near 0 and 1
+    curve = smooth_calibration_curve(y, p)
+    width = 0.08
+    disp = SmoothReliabilityDisplay.from_predictions(y, p, density_width=width)
+    assert len(disp.ribbon_.get_paths()) >= 1
+    # Ribbon = curve +- half-width, half-width proportional to the density
+    # and equal to width / 2 at the densest point.
+    half = 0.5 * width * curve.density / curve.density.max()
+    ribbon = _vertices(disp.ribbon_)
+    assert _has_points(ribbon, curve.scores, curve.y_smooth + half)
+    assert _has_points(ribbon, curve.scores, curve.y_smooth - half)
+    assert disp.band_ is None
+    bare = SmoothReliabilityDisplay.from_predictions(y, p, density_width=0)
+    assert bare.ribbon_ is None
+
+
+def test_several_models_on_one_axes_and_ax_respected():
+    y, p = _binary()
+    fig, ax = plt.subplots()
+    n_figs = len(plt.get_fignums())
+    first = SmoothReliabilityDisplay.from_predictions(y, p, ax=ax, name="raw")
+    second = SmoothReliabilityDisplay.from_predictions(
+        y, np.sqrt(p), ax=ax, name="sqrt"
+    )
+    assert first.ax_ is ax and second.ax_ is ax
+    assert first.figure_ is fig and second.figure_ is fig
+    assert len(plt.get_fignums()) == n_figs
+    assert second.ref_line_ is None  # the diagonal is drawn once
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(labels) == 3
+    assert labels[0].startswith("raw (") and labels[2].startswith("sqrt (")
+    np.testing.assert_array_equal(
+        second.line_.get_ydata(), smooth_calibration_curve(y, np.sqrt(p)).y_smooth
+    )
+    assert first.line_.get_color() != second.line_.get_color()
+
+
+def test_rcparams_unchanged():
+    before = matplotlib.rcParams.copy()
+    y, P = _multiclass()
+    SmoothReliabilityDisplay.from_predictions(
+        y, P, multi_class="classwise", density_panel=True, despine=True
+    )
+    BinnedReliabilityDisplay.from_predictions(y, P, density_panel=True)
+    after = matplotlib.rcParams.copy()
+    assert before.keys() == after.keys()
+    changed = [k for k in before if before[k] != after[k]]
+    assert changed == []
+
+
+def test_density_panel_created_and_reused():
+    y, p = _binary()
+    disp = SmoothReliabilityDisplay.from_predictions(y, p, density_panel=True)
+    dax = disp.density_ax_
+    assert dax is not None and dax.figure is disp.figure_ and dax is not disp.ax_
+    curve = smooth_calibration_curve(y, p)
+    np.testing.assert_allclose(dax.lines[0].get_ydata(), curve.density)
+    assert dax.get_xlabel().startswith("Predicted probability")
+    n_axes = len(disp.figure_.axes)
+    other = SmoothReliabilityDisplay.from_predictions(
+        y, p**0.5, ax=disp.ax_, density_panel=dax
+    )
+    assert other.density_ax_ is dax and len(disp.figure_.axes) == n_axes
+    assert len(dax.lines) == 2
+    with pytest.raises(TypeError, match="density_panel"):
+        SmoothReliabilityDisplay.from_predictions(y, p, density_panel="yes")
+
+
+def test_from_estimator_binary_and_pos_label():
+    X, y = make_classification(n_samples=1200, random_state=0)
+    labels = np.where(y == 1, "spam", "ham")
+    clf = LogisticRegression().fit(X[:600], labels[:600])
+    disp = SmoothReliabilityDisplay.from_estimator(clf, X[600:], labels[600:])
+    proba = clf.predict_proba(X[600:])
+    ref = smooth_calibration_curve(labels[600:], proba[:, 1], pos_label="spam")
+    np.testing.assert_array_equal(disp.line_.get_ydata(), ref.y_smooth)
+    assert disp.line_.get_label().startswith("LogisticRegression (")
+    assert "positive class: spam" in disp.ax_.get_xlabel()
+    neg = SmoothReliabilityDisplay.from_estimator(
+        clf, X[600:], labels[600:], pos_label="ham"
+    )
+    ref = smooth_calibration_curve(labels[600:], proba[:, 0], pos_label="ham")
+    np.testing.assert_array_equal(neg.line_.get_ydata(), ref.y_smooth)
+    assert "positive class: ham" in neg.ax_.get_ylabel()
+
+
+def test_from_estimator_errors():
+    X, y = make_classification(n_samples=200, random_state=0)
+    with pytest.raises(NotFittedError):
+        SmoothReliabilityDisplay.from_estimator(LogisticRegression(), X, y)
+    with pytest.raises(TypeError, match="predict_proba"):
+        SmoothReliabilityDisplay.from_estimator(LinearSVC().fit(X, y), X, y)
+
+
+def test_sample_weight_equals_repetition():
+    y, p = _binary(n=800)
+    w = np.random.default_rng(2).integers(1, 4, size=y.size)
+    weighted = SmoothReliabilityDisplay.from_predictions(y, p, sample_weight=w)
+    repeated = SmoothReliabilityDisplay.from_predictions(
+        np.repeat(y, w), np.repeat(p, w)
+    )
+    np.testing.assert_allclose(weighted.line_.get_ydata(), repeated.line_.get_ydata())
+    assert weighted.smece == pytest.approx(repeated.smece, abs=1e-6)
+
+
+def test_from_cv_results_one_curve_per_fold():
+    X, y = make_classification(n_samples=900, random_state=0)
+    cv = cross_validate(
+        LogisticRegression(), X, y, cv=3, return_estimator=True, return_indices=True
+    )
+    disp = SmoothReliabilityDisplay.from_cv_results(cv, X, y)
+    assert isinstance(disp.line_, list) and len(disp.line_) == 3
+    for line, est, test in zip(
+        disp.line_, cv["estimator"], cv["indices"]["test"], strict=True
+    ):
+        ref = smooth_calibration_curve(y[test], est.predict_proba(X[test])[:, 1])
+        np.testing.assert_array_equal(line.get_ydata(), ref.y_smooth)
+    # One legend entry with the mean and std over folds.
+    smeces = np.array(disp.smece)
+    assert disp.line_[0].get_label() == (
+        f"smECE = {smeces.mean():.3f} ± {smeces.std():.3f}"
+    )
+    assert all(line.get_label().startswith("_") for line in disp.line_[1:])
+    names = ["a", "b", "c"]
+    styled = SmoothReliabilityDisplay.from_cv_results(
+        cv, X, y, name=names, curve_kwargs=[{"color": f"C{i}"} for i in range(3)]
+    )
+    assert [line.get_label()[0] for line in styled.line_] == names
+    with pytest.raises(ValueError, match="curve_kwargs"):
+        SmoothReliabilityDisplay.from_cv_results(cv, X, y, name=names)
+    with pytest.raises(ValueError, match="curve_kwargs"):
+        SmoothReliabilityDisplay.from_cv_results(cv, X, y, curve_kwargs=[{}, {}])
+    with pytest.raises(ValueError, match="return_indices"):
+        SmoothReliabilityDisplay.from_cv_results({"estimator": cv["estimator"]}, X, y)
+    with pytest.raises(ValueError, match="samples"):
+        SmoothReliabilityDisplay.from_cv_results(cv, X[:-1], y[:-1])
+
+
+def test_from_cv_results_bootstrap_differs_between_folds_but_is_seeded():
+    X, y = make_classification(n_samples=600, random_state=0)
+    cv = cross_validate(
+        LogisticRegression(), X, y, cv=2, return_estimator=True, return_indices=True
+    )
+    a = SmoothReliabilityDisplay.from_cv_results(
+        cv, X, y, n_bootstrap=20, random_state=0
+    )
+    b = SmoothReliabilityDisplay.from_cv_results(
+        cv, X, y, n_bootstrap=20, random_state=0
+    )
+    np.testing.assert_array_equal(a.y_smooth_low[0], b.y_smooth_low[0])
+    assert a.smece_ci == b.smece_ci
+
+
+def test_top_label_and_classwise_grid():
+    y, P = _multiclass()
+    top = SmoothReliabilityDisplay.from_predictions(y, P)
+    conf = P.max(axis=1)
+    correct = P.argmax(axis=1) == y
+    ref = smooth_calibration_curve(correct, conf)  # top-label by definition
+    np.testing.assert_allclose(top.line_.get_ydata(), ref.y_smooth)
+    assert top.ax_.get_xlabel().startswith("Confidence")
+    assert top.ax_.get_ylabel() == "Accuracy"
+
+    grid = SmoothReliabilityDisplay.from_predictions(
+        y, P, multi_class="classwise", density_panel=True
+    )
+    assert grid.ax_.shape == (3,) and len(grid.line_) == 3
+    for k in range(3):
+        assert grid.line_[k].axes is grid.ax_[k]
+        assert grid.ax_[k].get_title() == f"Class {k}"
+        ref = smooth_calibration_curve(y == k, P[:, k])
+        np.testing.assert_allclose(grid.line_[k].get_ydata(), ref.y_smooth)
+    assert grid.density_ax_.shape == (3,)
+    _, axes = plt.subplots(1, 2)
+    with pytest.raises(ValueError, match="3 axes"):
+        SmoothReliabilityDisplay.from_predictions(
+            y, P, multi_class="classwise", ax=axes
+        )
+    _, axes = plt.subplots(1, 3)
+    on_given = SmoothReliabilityDisplay.from_predictions(
+        y, P, multi_class="classwise", ax=axes
+    )
+    assert list(on_given.ax_) == list(axes)
+
+
+def test_despine_and_curve_kwargs_aliases():
+    y, p = _binary(n=500)
+    disp = SmoothReliabilityDisplay.from_predictions(
+        y, p, despine=True, curve_kwargs={"c": "red", "lw": 3}
+    )
+    assert not disp.ax_.spines["top"].get_visible()
+    assert not disp.ax_.spines["right"].get_visible()
+    assert disp.line_.get_linewidth() == 3
+    assert matplotlib.colors.same_color(disp.line_.get_color(), "red")
+    assert matplotlib.colors.same_color(disp.ribbon_.get_facecolor()[0][:3], "red")
+    with pytest.raises(TypeError, match="aliases"):
+        SmoothReliabilityDisplay.from_predictions(
+            y, p, curve_kwargs={"c": "red", "color": "blue"}
+        )
+
+
+def _brute_force_bins(y, p, n_bins, w=None):
+    w = np.ones_like(p) if w is None else w
+    edges = np.linspace(0, 1, n_bins + 1)
+    idx = np.minimum((p * n_bins).astype(int), n_bins - 1)
+    rows = []
+    for b in range(n_bins):
+        m = idx == b
+        if m.any():
+            rows.append(
+                (
+                    b,
+                    w[m].sum(),
+                    np.average(y[m], weights=w[m]),
+                    np.average(p[m], weights=w[m]),
+                )
+            )
+    b, wt, ybar, sbar = map(np.array, zip(*rows, strict=True))
+    ece = np.sum(wt / wt.sum() * np.abs(ybar - sbar))
+    return edges, b, wt, ybar, sbar, ece
+
+
+def test_binned_bars_match_brute_force():
+    y, p = _binary(n=2000)
+    w = np.random.default_rng(5).uniform(0.5, 2, size=y.size)
+    disp = BinnedReliabilityDisplay.from_predictions(
+        y, p, n_bins=8, sample_weight=w, name="m"
+    )
+    edges, b, wt, ybar, sbar, ece = _brute_force_bins(y, p, 8, w)
+    heights = np.array([r.get_height() for r in disp.bars_])
+    lefts = np.array([r.get_x() for r in disp.bars_])
+    widths = np.array([r.get_width() for r in disp.bars_])
+    np.testing.assert_allclose(heights, ybar)
+    np.testing.assert_allclose(lefts, edges[b])
+    np.testing.assert_allclose(widths, 1 / 8)
+    np.testing.assert_allclose(disp.line_.get_xdata(), sbar)
+    np.testing.assert_allclose(disp.line_.get_ydata(), ybar)
+    assert disp.line_.get_label() == f"m (ECE = {ece:.3f})"
+    # Opacity increases with the bin's share of the weight.
+    alphas = np.array([r.get_facecolor()[3] for r in disp.bars_])
+    order = np.argsort(wt)
+    assert np.all(np.diff(alphas[order]) >= -1e-12)
+    assert alphas[order[-1]] > alphas[order[0]]
+
+
+def test_binned_norm_names_quantile_and_classwise():
+    y, P = _multiclass(n=1500)
+    disp = BinnedReliabilityDisplay.from_predictions(
+        y, P, multi_class="classwise", n_bins=5, strategy="quantile", norm="max"
+    )
+    assert disp.ax_.shape == (3,)
+    for k in range(3):
+        label = disp.line_[k].get_label()
+        assert label.startswith("Classifier (MCE = ")
+        # Quantile bins of one class hold equal counts: 300 each.
+        counts = np.diff(np.searchsorted(np.sort(P[:, k]), disp.bin_edges[k][1:-1]))
+        assert np.all(np.abs(counts - 300) <= 1)
+        assert disp.class_label[k] == k
+    top = BinnedReliabilityDisplay.from_predictions(y, P, norm="l2", n_bins=5)
+    assert "RMSCE" in top.line_.get_label()
+
+
+def test_binned_from_estimator_and_cv():
+    X, y = make_classification(n_samples=900, random_state=1)
+    clf = LogisticRegression().fit(X, y)
+    disp = BinnedReliabilityDisplay.from_estimator(
+        clf, X, y, n_bins=5, density_panel=True
+    )
+    edges, b, wt, ybar, sbar, ece = _brute_force_bins(y, clf.predict_proba(X)[:, 1], 5)
+    np.testing.assert_allclose(disp.line_.get_ydata(), ybar)
+    shares = [r.get_height() for r in disp.density_ax_.patches]
+    np.testing.assert_allclose(shares, wt / wt.sum())
+    cv = cross_validate(clf, X, y, cv=3, return_estimator=True, return_indices=True)
+    multi = BinnedReliabilityDisplay.from_cv_results(cv, X, y, n_bins=5)
+    assert len(multi.line_) == 3 and len(multi.bars_) == 3
+
+
+def test_import_skcalib_does_not_import_matplotlib():
+    code = (
+        "import sys, skcalib; assert 'matplotlib' not in sys.modules; "
+        "d = skcalib.display.SmoothReliabilityDisplay; "
+        "assert 'matplotlib' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- certified bounds -------------------------------------------------------
+
+
+def _square_problem(n, seed=0):
+    """Scores uniform on [0, 1], P(y = 1 | s) = s**2: CE = E[s - s**2] = 1/6."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(size=n)
+    return (rng.uniform(size=n) < s**2).astype(int), s
+
+
+def test_bound_display_terms_and_references():
+    from skcalib.display import CalibrationBoundDisplay
+
+    y, s = _square_problem(20000)
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, lipschitz=2.0, true_ce=1 / 6, n_bins=10, random_state=0
+    )
+    assert disp.methods == ["tv", "lipschitz"]
+    tops = np.zeros(2)
+    for bars in disp.bars_.values():
+        tops += [r.get_height() for r in bars]
+        bottoms = [r.get_y() for r in bars]
+        assert np.all(np.array(bottoms) >= 0)
+    np.testing.assert_allclose(tops, disp.upper)
+    np.testing.assert_allclose(
+        [r.get_height() for r in disp.bars_["estimate"]], disp.estimate
+    )
+    np.testing.assert_allclose([sum(t.values()) for t in disp.terms], disp.upper)
+    # Both assumptions hold (eta = s**2 is monotone and 2-Lipschitz): each
+    # bound must cover the closed-form CE (delta = 0.05, seeded).
+    assert all(u >= 1 / 6 for u in disp.upper)
+    *_, ece = _brute_force_bins(y, s, 10)
+    np.testing.assert_allclose(disp.ece_line_.get_ydata(), ece)
+    np.testing.assert_allclose(disp.true_ce_line_.get_ydata(), 1 / 6)
+    ticks = [t.get_text() for t in disp.ax_.get_xticklabels()]
+    assert ticks == ["TV", "Lipschitz buckets"]
+
+
+def test_bound_display_default_methods_and_binary_only():
+    from skcalib.display import CalibrationBoundDisplay
+
+    y, s = _square_problem(3000)
+    assert CalibrationBoundDisplay.from_predictions(y, s, random_state=0).methods == [
+        "tv"
+    ]
+    nw = CalibrationBoundDisplay.from_predictions(
+        y, s, perturbation_scale=2**-4, random_state=0
+    )
+    assert nw.methods == ["tv", "nw", "lipschitz"]
+    yy, P = _multiclass(n=600)
+    with pytest.raises(ValueError, match="binary"):
+        CalibrationBoundDisplay.from_predictions(yy, P)
+    with pytest.raises(ValueError, match="classes"):
+        CalibrationBoundDisplay.from_predictions(yy, P[:, 0])
+    with pytest.raises(ValueError, match="binary"):
+        CalibrationBoundDisplay.from_sample_sizes(yy, P)
+
+
+def test_bound_display_sample_sizes():
+    from skcalib.display import CalibrationBoundDisplay
+
+    y, s = _square_problem(16000)
+    fig, ax = plt.subplots()
+    disp = CalibrationBoundDisplay.from_sample_sizes(
+        y,
+        s,
+        sample_sizes=[1000, 4000, 16000],
+        lipschitz=2.0,
+        true_ce=1 / 6,
+        random_state=0,
+        ax=ax,
+    )
+    assert disp.ax_ is ax and disp.figure_ is fig
+    assert len(disp.line_) == 2
+    for line, upper in zip(disp.line_, disp.upper, strict=True):
+        np.testing.assert_array_equal(line.get_xdata(), [1000, 4000, 16000])
+        np.testing.assert_array_equal(line.get_ydata(), upper)
+        assert upper[-1] < upper[0]  # the bounds tighten with n
+        assert np.all(upper >= 1 / 6)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    with pytest.raises(ValueError, match="sample_sizes"):
+        CalibrationBoundDisplay.from_sample_sizes(y, s, sample_sizes=[100, 20000])
+
+
+# --- perturbation -----------------------------------------------------------
+
+
+def _scale_result(with_bounds=True):
+    from skcalib.perturbation import PerturbationScaleResult
+
+    scales = np.array([2.0**-6, 2.0**-4, 2.0**-2])
+    scores = np.array([[0.90, 0.92], [0.89, 0.91], [0.80, 0.84]])
+    extra = {}
+    if with_bounds:
+        extra = dict(
+            bound_method="nw",
+            bound_upper=np.array([0.3, 0.2, 0.1]),
+            bound_estimate=np.array([0.05, 0.05, 0.06]),
+            base_bound_upper=0.4,
+            base_bound_estimate=0.05,
+        )
+    return PerturbationScaleResult(
+        scales=scales,
+        scores=scores,
+        base_scores=np.array([0.91, 0.91]),
+        scoring="roc_auc",
+        tolerance=0.02,
+        recommended_scale=2.0**-4,
+        **extra,
+    )
+
+
+def test_perturbation_display_from_result():
+    from skcalib.display import PerturbationDisplay
+
+    disp = PerturbationDisplay.from_result(_scale_result())
+    np.testing.assert_array_equal(disp.line_.get_xdata(), [2.0**-6, 2.0**-4, 2.0**-2])
+    np.testing.assert_allclose(disp.line_.get_ydata(), [0.91, 0.90, 0.82])
+    np.testing.assert_array_equal(disp.bound_line_.get_ydata(), [0.3, 0.2, 0.1])
+    assert disp.recommended_line_.get_xdata()[0] == 2.0**-4
+    assert disp.bound_ax_ is not disp.ax_ and disp.bound_ax_.figure is disp.figure_
+    assert disp.ax_.get_xscale() == "log"
+    labels = [t.get_text() for t in disp.ax_.get_legend().get_texts()]
+    assert any("0.910" in lab for lab in labels)  # unperturbed score
+    # A single axes: the bound goes on a twin y-axis of that axes.
+    fig, ax = plt.subplots()
+    twin = PerturbationDisplay.from_result(_scale_result(), ax=ax)
+    assert twin.ax_ is ax and twin.bound_ax_ is not ax
+    assert twin.bound_ax_.get_shared_x_axes().joined(ax, twin.bound_ax_)
+    no_bound = PerturbationDisplay.from_result(_scale_result(with_bounds=False))
+    assert no_bound.bound_ax_ is None and no_bound.bound_line_ is None
+    with pytest.raises(TypeError, match="PerturbationScaleResult"):
+        PerturbationDisplay.from_result({"scales": [0.1]})
+    with pytest.raises(TypeError, match="pair"):
+        PerturbationDisplay.from_result(_scale_result(), ax=[ax, ax, ax])
+
+
+def test_perturbation_display_from_estimator():
+    from skcalib.perturbation import select_perturbation_scale
+    from skcalib.display import PerturbationDisplay
+
+    X, y = make_classification(n_samples=1500, random_state=0)
+    kwargs = dict(scales=[2.0**-7, 2.0**-3], cv=3, bound_method="tv", random_state=0)
+    disp = PerturbationDisplay.from_estimator(LogisticRegression(), X, y, **kwargs)
+    ref = select_perturbation_scale(LogisticRegression(), X, y, **kwargs)
+    np.testing.assert_allclose(disp.line_.get_ydata(), ref.score_mean)
+    np.testing.assert_allclose(disp.bound_line_.get_ydata(), ref.bound_upper)
+    assert disp.recommended_scale == ref.recommended_scale

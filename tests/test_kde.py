@@ -1,0 +1,591 @@
+"""Tests of ECE-KDE (kde_calibration_error) and the Dirichlet smoother."""
+
+import math
+import warnings
+from decimal import Decimal, getcontext
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import cross_val_score
+
+from skcalib._backend.bandwidth import BANDWIDTH_GRID, select_dirichlet_bandwidth
+from skcalib._backend.kernels import beta_log_kernel, dirichlet_log_kernel
+from skcalib._backend.smoothing import dirichlet_nw
+from skcalib.metrics import (
+    KDECalibrationResult,
+    get_scorer,
+    get_scorer_names,
+    kde_calibration_error,
+)
+
+# ---------------------------------------------------------------------------
+# Independent references
+# ---------------------------------------------------------------------------
+
+
+def _log_kernel_bf(x, f, b):
+    """log Dir(x; f / b + 1), written out term by term."""
+    K = len(f)
+    out = math.lgamma(1.0 / b + K)
+    for fk, xk in zip(f, x, strict=True):
+        out += (fk / b) * math.log(xk) - math.lgamma(fk / b + 1.0)
+    return out
+
+
+def brute_terms(y, F, b, p, debias):
+    """O(n^2) double loop: canonical per-sample terms of DESIGN.md 4.4."""
+    n, K = F.shape
+    terms = np.empty(n)
+    for j in range(n):
+        logk = [
+            _log_kernel_bf(F[j], F[i], b) if i != j else -math.inf for i in range(n)
+        ]
+        top = max(logk)
+        W = [math.exp(v - top) for v in logk]
+        tot = sum(W)
+        W = [v / tot for v in W]
+        R = [0.0] * K
+        for i in range(n):
+            R[y[i]] += W[i]
+        if debias:
+            s = sum(v * v for v in W)
+            S = (sum(r * r for r in R) - s) / (1.0 - s)
+            sq = sum((float(k == y[j]) - F[j, k]) ** 2 for k in range(K))
+            terms[j] = sq - 1.0 + S
+        else:
+            terms[j] = sum(abs(R[k] - F[j, k]) ** p for k in range(K))
+    return terms
+
+
+def brute_value(y, F, b, p, debias, mode):
+    """Reduce to the canonical brute force as DESIGN.md 4.4 prescribes."""
+    if mode == "canonical":
+        return brute_terms(y, F, b, p, debias).mean()
+    if mode == "binary":  # F is the 1-D positive-class score here
+        F2 = np.column_stack([1 - F, F])
+        return 0.5 * brute_terms(y, F2, b, p, debias).mean()
+    if mode == "top-label":
+        pred = F.argmax(axis=1)
+        conf = F.max(axis=1)
+        return brute_value((pred == y).astype(int), conf, b, p, debias, "binary")
+    if mode == "classwise":
+        return np.mean(
+            [
+                brute_value((y == k).astype(int), F[:, k], b, p, debias, "binary")
+                for k in range(F.shape[1])
+            ]
+        )
+    raise AssertionError(mode)
+
+
+def ground_truth_sample(n, K, seed, temperature=0.6):
+    """u ~ Dir(1), q = u, y ~ Cat(q), f = softmax(log q / T): E[e_y | f] = q."""
+    rng = np.random.default_rng(seed)
+    q = rng.dirichlet(np.ones(K), size=n)
+    y = (rng.random(n)[:, None] > np.cumsum(q, axis=1)).sum(axis=1)
+    y = np.minimum(y, K - 1)
+    f = np.exp(np.log(q) / temperature)
+    f /= f.sum(axis=1, keepdims=True)
+    return y, f, q
+
+
+def binned_canonical_l1(y, F, n_bins):
+    """Canonical L1 ECE with n_bins equal-width bins per coordinate."""
+    n, K = F.shape
+    idx = np.minimum((F * n_bins).astype(int), n_bins - 1)
+    _, cell = np.unique(idx, axis=0, return_inverse=True)
+    E = np.eye(K)[y]
+    total = 0.0
+    for c in np.unique(cell):
+        m = cell == c
+        total += m.sum() * np.abs(E[m].mean(axis=0) - F[m].mean(axis=0)).sum()
+    return total / n
+
+
+def _data(n, K, seed, floor=0.1):
+    """Probabilities bounded away from 0 (so clipping is a no-op) and labels."""
+    rng = np.random.default_rng(seed)
+    F = (1 - floor) * rng.dirichlet(np.full(K, 1.5), size=n) + floor / K
+    y = np.array([rng.choice(K, p=f) for f in F])
+    return y, F
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------
+
+
+def test_kernels_match_scipy_densities():
+    rng = np.random.default_rng(0)
+    X = rng.dirichlet(np.ones(4), size=5)
+    F = rng.dirichlet(np.ones(4), size=6)
+    b = 0.07
+    L = dirichlet_log_kernel(X, F, b)
+    ref = np.array([[stats.dirichlet.logpdf(x, f / b + 1) for f in F] for x in X])
+    np.testing.assert_allclose(L, ref, rtol=1e-12, atol=1e-10)
+    x, s = rng.random(5), rng.random(7)
+    ref = stats.beta.logpdf(x[:, None], s / b + 1, (1 - s) / b + 1)
+    np.testing.assert_allclose(beta_log_kernel(x, s, b), ref, rtol=1e-12, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# Brute force agreement
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "K, p, debias, mode, b",
+    [
+        (3, 1, False, "canonical", 0.1),
+        (4, 2, True, "canonical", 0.05),
+        (4, 2, False, "canonical", 0.3),
+        (5, 1.5, False, "canonical", 0.02),
+        (2, 1, False, "binary", 0.05),
+        (2, 2, True, "binary", 0.1),
+        (3, 1, False, "top-label", 0.05),
+        (3, 2, True, "classwise", 0.1),
+        (4, 1, False, "classwise", 0.2),
+    ],
+)
+def test_matches_brute_force_double_loop(K, p, debias, mode, b):
+    y, F = _data(150, K, seed=K + int(10 * p))
+    if mode == "binary":
+        s, yb = F[:, 1], (y == 1).astype(int)
+        got = kde_calibration_error(yb, s, p=p, bandwidth=b, debias=debias)
+        ref = brute_value(yb, s, b, p, debias, "binary")
+    else:
+        got = kde_calibration_error(
+            y, F, p=p, bandwidth=b, debias=debias, multi_class=mode
+        )
+        ref = brute_value(y, F, b, p, debias, mode)
+    assert abs(got - ref) < 1e-10
+
+
+def test_binary_beta_path_equals_two_class_dirichlet():
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.02, 0.98, 300)
+    y = (rng.random(300) < s**1.3).astype(int)
+    b = 0.04
+    for p, debias in [(1, False), (2, True), (3, False)]:
+        one_d = kde_calibration_error(y, s, p=p, bandwidth=b, debias=debias)
+        two_col = kde_calibration_error(
+            y, np.column_stack([1 - s, s]), p=p, bandwidth=b, debias=debias
+        )
+        # Smoother on the 2-class simplex, error read on the positive class.
+        F2 = np.column_stack([1 - s, s])
+        res = dirichlet_nw(
+            F2, y, np.ones(300), None, b, leave_one_out=True, pair_agreement=debias
+        )
+        if debias:
+            terms = 2 * (y - s) ** 2 - 1 + res.pair_agreement
+            ref = 0.5 * terms.mean()
+        else:
+            ref = np.mean(np.abs(res.ratio[:, 1] - s) ** p)
+        assert one_d == pytest.approx(two_col, abs=1e-14)
+        assert one_d == pytest.approx(ref, abs=1e-12)
+        # The reference code's binary value is the sum over both coordinates.
+        if not debias:
+            both = np.mean(np.sum(np.abs(res.ratio - F2) ** p, axis=1))
+            assert both == pytest.approx(2 * one_d, rel=1e-12)
+
+
+def test_smoother_at_new_points_matches_direct_sums():
+    rng = np.random.default_rng(2)
+    F = rng.dirichlet(np.ones(3), size=80)
+    X = rng.dirichlet(np.ones(3), size=11)
+    Y = rng.normal(size=(80, 2))  # any target matrix
+    w = rng.uniform(0.2, 3.0, 80)
+    b = 0.08
+    res = dirichlet_nw(F, Y, w, X, b, chunk_size=4)
+    ref = np.empty((11, 2))
+    dens = np.empty(11)
+    for j in range(11):
+        k = np.array([math.exp(_log_kernel_bf(X[j], F[i], b)) for i in range(80)])
+        ref[j] = (w * k) @ Y / (w * k).sum()
+        dens[j] = (w * k).sum() / w.sum()
+    np.testing.assert_allclose(res.ratio, ref, rtol=1e-11)
+    np.testing.assert_allclose(res.log_density, np.log(dens), rtol=1e-11)
+    with pytest.raises(ValueError, match="F_eval"):
+        dirichlet_nw(F, Y, w, X, b, leave_one_out=True)
+
+
+def test_chunking_and_threads_do_not_change_the_result():
+    y, F = _data(257, 5, seed=3)
+    kw = dict(bandwidth=0.05, p=2, return_details=True)
+    a = kde_calibration_error(y, F, **kw)
+    b = kde_calibration_error(y, F, chunk_size=7, n_jobs=2, **kw)
+    assert a.value == pytest.approx(b.value, abs=1e-13)
+    np.testing.assert_allclose(a.per_sample, b.per_sample, atol=1e-13)
+
+
+# ---------------------------------------------------------------------------
+# Ground truth and bias
+# ---------------------------------------------------------------------------
+
+
+def _truth_l1(K):
+    _, f, q = ground_truth_sample(400_000, K, seed=123)
+    return np.abs(q - f).sum(axis=1).mean()
+
+
+def test_ground_truth_k4_beats_binning():
+    truth = _truth_l1(4)
+    assert truth == pytest.approx(0.247, abs=0.003)
+    y, f, _ = ground_truth_sample(5000, 4, seed=0)
+    est = kde_calibration_error(y, f, bandwidth=0.02)
+    assert abs(est - truth) < 0.03
+    binned_err = abs(binned_canonical_l1(y, f, 10) - truth)
+    assert binned_err > 0.1
+    assert binned_err > 5 * abs(est - truth)
+
+
+@pytest.mark.slow
+def test_ground_truth_k8_large_n():
+    truth = _truth_l1(8)
+    assert truth == pytest.approx(0.308, abs=0.003)
+    y, f, _ = ground_truth_sample(20000, 8, seed=0)
+    # More classes need a wider kernel (the effective sample size shrinks
+    # with the dimension of the simplex).
+    est = kde_calibration_error(y, f, bandwidth=0.1)
+    assert abs(est - truth) < 0.02
+
+
+def test_null_debiased_l2_near_zero_and_l1_plugin_biased():
+    # f = q: perfectly calibrated, so every calibration error is 0.
+    y, _, q = ground_truth_sample(4000, 4, seed=5)
+    l2 = kde_calibration_error(y, q, p=2, bandwidth=0.02)
+    assert abs(l2) < 0.01
+    # Documented: the plug-in L1 estimate is biased upward at the null.
+    l1 = kde_calibration_error(y, q, p=1, bandwidth=0.02)
+    assert l1 > 0.05
+    l2_plugin = kde_calibration_error(y, q, p=2, bandwidth=0.02, debias=False)
+    assert l2_plugin - l2 > 0.01
+
+
+def test_debiased_can_be_negative_and_root_is_signed():
+    y, _, q = ground_truth_sample(400, 3, seed=11)
+    vals = [kde_calibration_error(y, q, p=2, bandwidth=b) for b in (0.02, 0.05, 0.1)]
+    v = min(vals)
+    assert v < 0  # reported as is, not clipped
+    b = (0.02, 0.05, 0.1)[int(np.argmin(vals))]
+    r = kde_calibration_error(y, q, p=2, bandwidth=b, root=True)
+    assert r == pytest.approx(-math.sqrt(-v), rel=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Hard numerical cases
+# ---------------------------------------------------------------------------
+
+
+def test_exact_zeros_are_finite_and_continuous():
+    rng = np.random.default_rng(7)
+    F = rng.dirichlet(np.full(4, 0.5), size=200)
+    F[rng.random((200, 4)) < 0.3] = 0.0
+    F[F.sum(axis=1) == 0, 0] = 1.0
+    F /= F.sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(4, p=f) for f in F])
+    for p in (1, 2):
+        for mode in ("canonical", "classwise", "top-label"):
+            v0 = kde_calibration_error(y, F, p=p, bandwidth=0.05, multi_class=mode)
+            assert np.isfinite(v0)
+            # Zeros replaced by a tiny positive mass give (almost) the same value.
+            Ft = np.where(F == 0, 1e-13, F)
+            Ft /= Ft.sum(axis=1, keepdims=True)
+            vt = kde_calibration_error(y, Ft, p=p, bandwidth=0.05, multi_class=mode)
+            assert v0 == pytest.approx(vt, abs=1e-6)
+    # Binary scores of exactly 0 and 1.
+    s = np.r_[np.zeros(30), np.ones(30), rng.random(60)]
+    yb = (rng.random(120) < s).astype(int)
+    assert np.isfinite(kde_calibration_error(yb, s, p=2, bandwidth=0.05))
+
+
+def _decimal_pair_reference(y, F, b, n_classes):
+    """L1 and debiased p=2 values with kernel weights in Decimal (no underflow).
+
+    The pair statistic is summed over explicit pairs ``i != i'`` (no
+    subtraction), so it stays exact when one neighbour dominates.
+    """
+    getcontext().prec = 40
+    n = len(y)
+    l1, l2 = [], []
+    for j in range(n):
+        others = [i for i in range(n) if i != j]
+        logk = [_log_kernel_bf(F[j], F[i], b) for i in others]
+        top = max(logk)
+        W = [(Decimal(v) - Decimal(top)).exp() for v in logk]
+        lab = [y[i] for i in others]
+        tot = sum(W)
+        R = [Decimal(0)] * n_classes
+        for wi, yi in zip(W, lab, strict=True):
+            R[yi] += wi / tot
+        same = Decimal(0)
+        pairs = Decimal(0)
+        for a in range(n - 1):
+            rest = sum(W[c] for c in range(n - 1) if c != a)
+            rest_same = sum(W[c] for c in range(n - 1) if c != a and lab[c] == lab[a])
+            pairs += W[a] * rest
+            same += W[a] * rest_same
+        sq = sum((float(k == y[j]) - F[j, k]) ** 2 for k in range(n_classes))
+        l2.append(sq - 1.0 + float(same / pairs))
+        l1.append(sum(abs(float(R[k]) - F[j, k]) for k in range(n_classes)))
+    return np.mean(l1), np.mean(l2)
+
+
+@pytest.mark.parametrize("b", [1e-3, 1e-5])
+def test_many_classes_small_bandwidth(b):
+    # K = 100 and a tiny bandwidth: all but the nearest neighbour underflow
+    # in double precision; the reference keeps them in 40-digit decimals.
+    rng = np.random.default_rng(8)
+    n, K = 60, 100
+    F = 0.5 * rng.dirichlet(np.full(K, 0.3), size=n) + 0.5 / K
+    y = rng.integers(0, K, n)
+    labels = np.arange(K)
+    l1_ref, l2_ref = _decimal_pair_reference(y, F, b, K)
+    res = kde_calibration_error(
+        y, F, p=2, bandwidth=b, labels=labels, return_details=True
+    )
+    assert np.all(np.isfinite(res.per_sample))
+    assert res.value == pytest.approx(l2_ref, abs=1e-9)
+    l1 = kde_calibration_error(y, F, p=1, bandwidth=b, labels=labels)
+    assert l1 == pytest.approx(l1_ref, abs=1e-9)
+    if b == 1e-5:
+        assert res.effective_sample_size_min == pytest.approx(1.0)
+
+
+def test_class_occurring_once():
+    y, F = _data(120, 4, seed=9)
+    y[y == 3] = 2
+    y[17] = 3  # class 3 occurs exactly once
+    for mode in ("canonical", "classwise", "top-label"):
+        for p, debias in ((1, False), (2, True)):
+            got = kde_calibration_error(
+                y, F, p=p, bandwidth=0.1, multi_class=mode, debias=debias
+            )
+            ref = brute_value(y, F, 0.1, p, debias, mode)
+            assert np.isfinite(got)
+            assert abs(got - ref) < 1e-10
+
+
+def test_absent_class_with_labels():
+    y, F = _data(100, 4, seed=12)
+    y[y == 1] = 0  # class 1 never occurs; labels= keeps the 4 columns
+    got = kde_calibration_error(y, F, bandwidth=0.1, labels=[0, 1, 2, 3])
+    assert abs(got - brute_value(y, F, 0.1, 1, False, "canonical")) < 1e-10
+    with pytest.raises(ValueError, match="labels"):
+        kde_calibration_error(y, F, bandwidth=0.1)
+
+
+# ---------------------------------------------------------------------------
+# Weights
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["canonical", "classwise", "top-label"])
+@pytest.mark.parametrize("p", [1, 2])
+def test_integer_weights_equal_row_repetition(mode, p):
+    y, F = _data(90, 3, seed=13)
+    rng = np.random.default_rng(14)
+    w = rng.integers(0, 4, 90)
+    w[:3] = [0, 1, 3]
+    rep = np.repeat(np.arange(90), w)
+    for bw in (0.07, "mle", "risk"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            a = kde_calibration_error(
+                y,
+                F,
+                p=p,
+                bandwidth=bw,
+                multi_class=mode,
+                sample_weight=w,
+                return_details=True,
+            )
+            b = kde_calibration_error(
+                y[rep],
+                F[rep],
+                p=p,
+                bandwidth=bw,
+                multi_class=mode,
+                return_details=True,
+            )
+        assert a.value == pytest.approx(b.value, abs=1e-12)
+        np.testing.assert_allclose(a.bandwidth, b.bandwidth)
+
+
+def test_weights_at_most_one_are_relative():
+    y, F = _data(80, 3, seed=15)
+    w = np.random.default_rng(16).uniform(0.1, 1.0, 80)
+    for p in (1, 2):
+        a = kde_calibration_error(y, F, p=p, bandwidth=0.1, sample_weight=w)
+        b = kde_calibration_error(y, F, p=p, bandwidth=0.1, sample_weight=w / 7)
+        assert a == pytest.approx(b, abs=1e-13)
+    # Unit weights and halved unit weights equal the unweighted estimate.
+    c = kde_calibration_error(y, F, p=2, bandwidth=0.1)
+    d = kde_calibration_error(y, F, p=2, bandwidth=0.1, sample_weight=np.full(80, 0.5))
+    assert c == pytest.approx(d, abs=1e-13)
+
+
+# ---------------------------------------------------------------------------
+# Bandwidth selection
+# ---------------------------------------------------------------------------
+
+
+def test_mle_criterion_matches_direct_leave_one_out_likelihood():
+    y, F = _data(60, 3, seed=17)
+    grid = [0.02, 0.1, 0.5]
+    b, info = select_dirichlet_bandwidth(F, y, np.ones(60), "mle", grid=grid)
+    for g, score in zip(grid, info["scores"], strict=True):
+        ref = 0.0
+        for j in range(60):
+            dens = [
+                stats.dirichlet.pdf(F[j], F[i] / g + 1) for i in range(60) if i != j
+            ]
+            ref += math.log(np.mean(dens))
+        assert score == pytest.approx(ref, rel=1e-10)
+    assert b == grid[int(np.argmax(info["scores"]))]
+
+
+def test_risk_criterion_matches_direct_formula():
+    y, F = _data(60, 3, seed=18)
+    grid = [0.05, 0.3]
+    _, info = select_dirichlet_bandwidth(
+        F, y, np.ones(60), "risk", grid=grid, warn=False
+    )
+    E = np.eye(3)[y]
+    t = ((E - F) ** 2).sum(axis=1)
+    for g, score in zip(grid, info["scores"], strict=True):
+        R = dirichlet_nw(F, y, np.ones(60), None, g, leave_one_out=True).ratio
+        v = 1 - 2 * (R * F).sum(axis=1) + (F * F).sum(axis=1)
+        assert score == pytest.approx(-((v - t) ** 2).sum(), rel=1e-10)
+
+
+def test_mle_does_not_collapse_on_binary_data_and_warns_at_grid_end():
+    rng = np.random.default_rng(19)
+    s = rng.beta(2, 3, 800)
+    y = (rng.random(800) < s).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = kde_calibration_error(y, s, return_details=True)
+    assert BANDWIDTH_GRID[0] < res.bandwidth < BANDWIDTH_GRID[-1]
+    # Heavily duplicated scores: the likelihood grows as b -> 0.
+    s_dup = np.repeat(rng.random(20), 20)
+    y_dup = (rng.random(400) < s_dup).astype(int)
+    with pytest.warns(UserWarning, match="end of the grid"):
+        res = kde_calibration_error(y_dup, s_dup, return_details=True)
+    assert res.bandwidth == BANDWIDTH_GRID[0]
+
+
+def test_risk_selector_returns_grid_value():
+    y, f, _ = ground_truth_sample(1500, 4, seed=20)
+    res = kde_calibration_error(y, f, bandwidth="risk", return_details=True)
+    assert res.bandwidth in BANDWIDTH_GRID
+    assert isinstance(res, KDECalibrationResult)
+
+
+# ---------------------------------------------------------------------------
+# API
+# ---------------------------------------------------------------------------
+
+
+def test_details_object():
+    y, F = _data(200, 4, seed=21)
+    res = kde_calibration_error(y, F, bandwidth=0.05, p=2, return_details=True)
+    assert res.debiased and res.p == 2 and res.multi_class == "canonical"
+    assert res.per_sample.shape == (200,)
+    assert res.value == pytest.approx(res.per_sample.mean(), abs=1e-14)
+    assert 1.0 <= res.effective_sample_size_min <= res.effective_sample_size_median
+    cw = kde_calibration_error(
+        y, F, bandwidth=0.05, multi_class="classwise", return_details=True
+    )
+    assert cw.bandwidth.shape == (4,) and cw.effective_sample_size_min.shape == (4,)
+    # Classwise averages the one-vs-rest errors.
+    per_class = [
+        kde_calibration_error((y == k).astype(int), F[:, k], bandwidth=0.05)
+        for k in range(4)
+    ]
+    assert cw.value == pytest.approx(np.mean(per_class), abs=1e-13)
+    binary = kde_calibration_error(
+        (y == 0).astype(int), F[:, 0], bandwidth=0.05, return_details=True
+    )
+    assert binary.multi_class == "binary"
+
+
+def test_string_labels_and_pos_label():
+    rng = np.random.default_rng(22)
+    s = rng.random(150)
+    y = np.where(rng.random(150) < s, "spam", "ham")
+    a = kde_calibration_error(y, s, bandwidth=0.1)
+    b = kde_calibration_error((y == "spam").astype(int), s, bandwidth=0.1)
+    assert a == pytest.approx(b, abs=1e-14)
+    c = kde_calibration_error(y, 1 - s, bandwidth=0.1, pos_label="ham")
+    assert a == pytest.approx(c, abs=1e-12)
+
+
+def test_inputs_not_modified():
+    y, F = _data(50, 3, seed=23)
+    F[0] = [0.0, 0.5, 0.5]
+    F_copy, y_copy = F.copy(), y.copy()
+    kde_calibration_error(y, F, bandwidth=0.1)
+    np.testing.assert_array_equal(F, F_copy)
+    np.testing.assert_array_equal(y, y_copy)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(p=0.5), ValueError, "p must be"),
+        (dict(p="2"), TypeError, "p must be"),
+        (dict(bandwidth=-0.1), ValueError, "bandwidth"),
+        (dict(bandwidth=0), ValueError, "bandwidth"),
+        (dict(bandwidth="scott"), ValueError, "bandwidth"),
+        (dict(bandwidth=[0.1]), TypeError, "bandwidth"),
+        (dict(multi_class="ovr"), ValueError, "multi_class"),
+        (dict(debias=True, p=1), ValueError, "debias"),
+        (dict(debias="yes"), ValueError, "debias"),
+        (dict(root=1), TypeError, "root"),
+        (dict(chunk_size=0), ValueError, "chunk_size"),
+        (dict(n_jobs=1.5), TypeError, "n_jobs"),
+        (dict(sample_weight=-np.ones(30)), ValueError, "sample_weight"),
+        (dict(sample_weight=np.ones(29)), ValueError, "sample_weight"),
+    ],
+)
+def test_bad_options_name_the_argument(kwargs, exc, match):
+    y, F = _data(30, 3, seed=24)
+    with pytest.raises(exc, match=match):
+        kde_calibration_error(y, F, **kwargs)
+
+
+def test_bad_data_name_the_argument():
+    y, F = _data(30, 3, seed=25)
+    bad = F.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="y_proba"):
+        kde_calibration_error(y, bad)
+    with pytest.raises(ValueError, match="y_proba"):
+        kde_calibration_error(y, F * 1.5)
+    with pytest.raises(ValueError, match="samples"):
+        kde_calibration_error(y[:-1], F)
+    with pytest.raises(ValueError, match="sample_weight"):
+        kde_calibration_error(y[:2], F[:2], bandwidth=0.1, p=2, labels=[0, 1, 2])
+    w = np.zeros(30)
+    w[:2] = 1.0
+    with pytest.raises(ValueError, match="sample_weight"):
+        kde_calibration_error(y, F, bandwidth=0.1, p=2, sample_weight=w)
+    assert np.isfinite(kde_calibration_error(y, F, bandwidth=0.1, sample_weight=w))
+
+
+def test_scorer_in_cross_val_score():
+    assert "neg_kde_calibration_error" in get_scorer_names()
+    X, y = make_classification(
+        n_samples=450, n_classes=3, n_informative=4, random_state=0
+    )
+    scorer = get_scorer("neg_kde_calibration_error")
+    scores = cross_val_score(LogisticRegression(), X, y, cv=3, scoring=scorer)
+    assert scores.shape == (3,) and np.all(np.isfinite(scores))
+    assert np.all(scores <= 0)
+    clf = LogisticRegression().fit(X[:300], y[:300])
+    direct = kde_calibration_error(y[300:], clf.predict_proba(X[300:]))
+    assert scorer(clf, X[300:], y[300:]) == pytest.approx(-direct, abs=1e-14)

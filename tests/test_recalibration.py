@@ -1,0 +1,629 @@
+"""KernelRecalibrator and RecalibratedClassifier against independent references."""
+
+import numpy as np
+import pytest
+from scipy.special import softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.datasets import load_iris, make_classification
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
+from sklearn.naive_bayes import GaussianNB
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import (
+    check_estimator,
+    check_get_feature_names_out_error,
+    check_global_output_transform_pandas,
+    check_set_output_transform,
+    check_set_output_transform_pandas,
+    check_transformer_get_feature_names_out,
+    check_transformer_get_feature_names_out_pandas,
+    parametrize_with_checks,
+)
+
+from skcalib import KernelRecalibrator, RecalibratedClassifier
+from skcalib._backend.grid import calibration_statistics
+from skcalib._backend.recalibration import (
+    SIGMA_GRID,
+    fit_grid_map,
+    loo_log_loss,
+    loo_predictions,
+    select_sigma_loo,
+)
+from skcalib.datasets import calibration_function, make_calibration_problem
+from skcalib.metrics import smooth_ece
+
+# ---------------------------------------------------------------------------
+# Brute-force references: direct reflected-Gaussian kernel sums at the samples.
+# ---------------------------------------------------------------------------
+
+
+def reflected_kernel(t, s, sigma):
+    """K(t, s) = sum_m phi(t - s - 2m) + phi(t + s - 2m) (all relevant images)."""
+    d = np.subtract.outer(t, s)
+    e = np.add.outer(t, s)
+    out = np.zeros_like(d)
+    for m in range(-3, 4):
+        out += np.exp(-0.5 * ((d - 2 * m) / sigma) ** 2)
+        out += np.exp(-0.5 * ((e - 2 * m) / sigma) ** 2)
+    return out / (sigma * np.sqrt(2 * np.pi))
+
+
+def brute_nw(t, y, s, w, sigma):
+    K = reflected_kernel(t, s, sigma) * w
+    return K @ y / K.sum(axis=1)
+
+
+def brute_loo(y, s, w, sigma):
+    K = reflected_kernel(s, s, sigma) * w
+    np.fill_diagonal(K, 0.0)
+    return K @ y / K.sum(axis=1)
+
+
+def brute_loo_log_loss(y, s, w, sigma, eps):
+    p = np.clip(brute_loo(y, s, w, sigma), eps, 1 - eps)
+    return -np.sum(w * np.where(y > 0.5, np.log(p), np.log(1 - p))) / w.sum()
+
+
+def _binary(n=400, seed=0, problem="u2"):
+    d = make_calibration_problem(n, problem=problem, random_state=seed)
+    rng = np.random.default_rng(seed + 100)
+    return d.y_true.astype(float), d.y_proba, rng.uniform(0.5, 2.0, n)
+
+
+# ---------------------------------------------------------------------------
+# Backend: the grid map and its leave-one-out criterion
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sigma", [0.01, 0.05, 0.2, 0.8])
+def test_grid_map_matches_direct_kernel_sums(sigma):
+    y, s, w = _binary(500, seed=1)
+    s[:2] = [0.0, 1.0]  # boundary points: the reflection matters
+    gm = fit_grid_map(calibration_statistics(y, s, w), sigma)
+    t = np.linspace(0, 1, 301)
+    np.testing.assert_allclose(gm(t), brute_nw(t, y, s, w, sigma), atol=2e-4)
+
+
+@pytest.mark.parametrize("sigma", [0.01, 0.05, 0.3])
+def test_loo_matches_brute_force(sigma):
+    y, s, w = _binary(300, seed=2)
+    stats = calibration_statistics(y, s, w)
+    loo = loo_predictions(stats, y, s, w, sigma)
+    np.testing.assert_allclose(loo, brute_loo(y, s, w, sigma), atol=3e-4)
+    eps = 1e-7
+    assert loo_log_loss(stats, y, s, w, sigma, eps) == pytest.approx(
+        brute_loo_log_loss(y, s, w, sigma, eps), abs=2e-4
+    )
+
+
+def test_loo_equals_grid_refit_without_the_point():
+    # The self-kernel removal is exact for the grid estimator: refitting the
+    # grid map without sample i and reading it at s_i gives the same number.
+    y, s, w = _binary(120, seed=3)
+    stats = calibration_statistics(y, s, w)
+    sigma = 0.07
+    loo = loo_predictions(stats, y, s, w, sigma)
+    for i in range(0, 120, 7):
+        keep = np.arange(120) != i
+        gm = fit_grid_map(calibration_statistics(y[keep], s[keep], w[keep]), sigma)
+        assert loo[i] == pytest.approx(gm(s[i : i + 1])[0], abs=1e-12)
+
+
+def test_loo_isolated_point_takes_nearest_label():
+    s = np.array([0.1, 0.11, 0.12, 0.9])
+    y = np.array([0.0, 0.0, 1.0, 1.0])
+    w = np.ones(4)
+    loo = loo_predictions(calibration_statistics(y, s, w), y, s, w, 0.002)
+    assert loo[3] == y[2]  # the nearest other sample is s=0.12 (y=1)
+
+
+def test_selected_bandwidth_is_brute_force_minimiser():
+    y, s, w = _binary(250, seed=4, problem="wiggle")
+    eps = 1e-7
+    stats = calibration_statistics(y, s, w)
+    sigma, info = select_sigma_loo(stats, y, s, w, eps)
+    brute = np.array([brute_loo_log_loss(y, s, w, g, eps) for g in SIGMA_GRID])
+    np.testing.assert_allclose(info["scores"], brute, atol=5e-4)
+    # The refined choice is at least as good as the best grid value, by the
+    # brute-force criterion (within the grid-approximation tolerance).
+    assert brute_loo_log_loss(y, s, w, sigma, eps) <= brute.min() + 5e-4
+    assert SIGMA_GRID[0] <= sigma <= SIGMA_GRID[-1]
+
+
+def test_loo_subsample_on_large_n_is_close():
+    y, s, w = _binary(6000, seed=5)
+    stats = calibration_statistics(y, s, w)
+    full, _ = select_sigma_loo(stats, y, s, w, 1e-7)
+    sub, info = select_sigma_loo(stats, y, s, w, 1e-7, max_points=1500)
+    assert info["n_used"] == 1500
+    assert abs(np.log(sub / full)) < np.log(2.0)
+
+
+# ---------------------------------------------------------------------------
+# KernelRecalibrator: statistical behaviour with known ground truth
+# ---------------------------------------------------------------------------
+
+
+def _ll(y, q):
+    q = np.clip(q, 1e-15, 1 - 1e-15)
+    return -np.mean(y * np.log(q) + (1 - y) * np.log(1 - q))
+
+
+@pytest.mark.parametrize(
+    "problem, tol, sm_tol",
+    # A kernel map blurs the jump of "step" over a band of width ~sigma, where
+    # the recalibrated score sits between 0.2 and 0.8 while E[y | score] is 0.2
+    # or 0.8: a little more log-loss and a visible smECE.
+    [("overconfident", 0.01, 0.01), ("u2", 0.01, 0.01), ("step", 0.02, 0.04)],
+)
+def test_recalibration_reaches_the_calibrated_optimum(problem, tol, sm_tol):
+    cal = make_calibration_problem(6000, problem=problem, random_state=10)
+    test = make_calibration_problem(20000, problem=problem, random_state=11)
+    rc = KernelRecalibrator().fit(cal.y_proba, cal.y_true)
+    q = rc.transform(test.y_proba)[:, 0]
+    oracle = calibration_function(test.y_proba, problem=problem)
+    y = test.y_true
+    ll_q, ll_raw, ll_oracle = _ll(y, q), _ll(y, test.y_proba), _ll(y, oracle)
+    assert ll_q < ll_raw
+    assert ll_q <= ll_oracle * (1 + tol)
+    # smECE of the recalibrated scores is at the level of the oracle's, whose
+    # smECE on a finite sample is pure estimation noise.
+    assert smooth_ece(y, q) <= smooth_ece(y, oracle) + sm_tol
+    assert smooth_ece(y, q) < 0.25 * smooth_ece(y, test.y_proba)
+
+
+def test_recalibrator_leaves_calibrated_scores_almost_unchanged():
+    d = make_calibration_problem(20000, problem="calibrated", random_state=3)
+    q = KernelRecalibrator().fit(d.y_proba, d.y_true).transform(d.y_proba)[:, 0]
+    assert np.mean(np.abs(q - d.y_proba)) < 0.02
+
+
+def _multiclass(n, K=4, T=2.5, seed=0):
+    """Dirichlet scores whose true class distribution is softmax(log f / T)."""
+    rng = np.random.default_rng(seed)
+    F = rng.dirichlet(np.full(K, 0.7), size=n)
+    F = np.clip(F, 1e-6, None)
+    F /= F.sum(axis=1, keepdims=True)
+    eta = softmax(np.log(F) / T, axis=1)
+    y = (rng.random(n)[:, None] > np.cumsum(eta, axis=1)).sum(axis=1)
+    return F, np.minimum(y, K - 1), eta
+
+
+@pytest.mark.parametrize("method", ["canonical", "classwise"])
+def test_multiclass_recalibration_improves_log_loss(method):
+    F, y, _ = _multiclass(2500, seed=1)
+    Ft, yt, eta_t = _multiclass(4000, seed=2)
+    rc = KernelRecalibrator(method=method).fit(F, y)
+    Q = rc.transform(Ft)
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
+    labels = np.arange(4)
+    ll_q = log_loss(yt, Q, labels=labels)
+    ll_raw = log_loss(yt, Ft, labels=labels)
+    ll_oracle = log_loss(yt, eta_t, labels=labels)
+    assert ll_q < ll_raw
+    assert ll_q - ll_oracle < 0.1 * (ll_raw - ll_oracle)
+    if method == "classwise":
+        assert rc.bandwidth_.shape == (4,)
+    else:
+        assert np.ndim(rc.bandwidth_) == 0
+
+
+@pytest.mark.parametrize("bandwidth", ["mle", "risk", 0.05])
+def test_canonical_bandwidth_options(bandwidth):
+    F, y, _ = _multiclass(600, seed=3)
+    rc = KernelRecalibrator(bandwidth=bandwidth).fit(F, y)
+    assert rc.method_ == "canonical"
+    if isinstance(bandwidth, float):
+        assert rc.bandwidth_ == bandwidth
+    Q = rc.transform(F[:50])
+    assert np.all((Q > 0) & (Q < 1))
+
+
+def test_canonical_transform_is_dirichlet_nadaraya_watson():
+    # Reference: direct Dirichlet kernel weights with scipy.stats.dirichlet.
+    from scipy.stats import dirichlet
+
+    F, y, _ = _multiclass(80, K=3, seed=4)
+    X = _multiclass(5, K=3, seed=5)[0]
+    b = 0.2
+    rc = KernelRecalibrator(method="canonical", bandwidth=b, eps=1e-12).fit(F, y)
+    Kmat = np.array([[dirichlet.pdf(x, f / b + 1) for f in F] for x in X])
+    R = Kmat @ np.eye(3)[y] / Kmat.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(rc.transform(X), R, rtol=1e-6, atol=1e-10)
+
+
+def test_smece_bandwidth_and_float_bandwidth():
+    y, s, w = _binary(2000, seed=6)
+    rc = KernelRecalibrator(bandwidth="smece").fit(s, y)
+    assert rc.bandwidth_ == pytest.approx(max(smooth_ece(y, s), SIGMA_GRID[0]), abs=1e-4)
+    rc = KernelRecalibrator(bandwidth=0.1).fit(s, y, sample_weight=w)
+    t = np.linspace(0, 1, 50)
+    np.testing.assert_allclose(rc.transform(t)[:, 0], brute_nw(t, y, s, w, 0.1),
+                               atol=2e-4)
+
+
+def test_integer_weights_equal_repeated_rows():
+    y, s, _ = _binary(300, seed=7)
+    w = np.random.default_rng(0).integers(0, 4, 300).astype(float)
+    rep = np.repeat(np.arange(300), w.astype(int))
+    a = KernelRecalibrator(bandwidth=0.05).fit(s, y, sample_weight=w)
+    b = KernelRecalibrator(bandwidth=0.05).fit(s[rep], y[rep])
+    t = np.linspace(0, 1, 101)
+    np.testing.assert_allclose(a.transform(t), b.transform(t), atol=1e-10)
+
+
+def test_output_layout_and_clipping():
+    y, s, _ = _binary(500, seed=8, problem="step")
+    rc = KernelRecalibrator(eps=1e-3).fit(np.column_stack([1 - s, s]), y)
+    out = rc.transform(np.column_stack([1 - s, s]))
+    assert out.shape == (500, 2)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    assert out.min() >= 1e-3 and out.max() <= 1 - 1e-3
+    rc1 = KernelRecalibrator(eps=1e-3).fit(s, y)
+    np.testing.assert_allclose(rc1.transform(s)[:, 0], out[:, 1])
+    assert rc1.n_features_in_ == 1 and rc.n_features_in_ == 2
+
+
+def test_string_labels_and_missing_class():
+    F, y, _ = _multiclass(400, K=3, seed=9)
+    names = np.array(["a", "b", "c"])[y]
+    rc = KernelRecalibrator(method="classwise").fit(F, names)
+    assert list(rc.classes_) == ["a", "b", "c"]
+    # A class absent from y is accepted when labels are column indices.
+    keep = y != 2
+    rc = KernelRecalibrator(method="classwise").fit(F[keep], y[keep])
+    assert list(rc.classes_) == [0, 1, 2]
+    with pytest.raises(ValueError, match="distinct labels"):
+        KernelRecalibrator().fit(F[keep], names[keep])
+
+
+def test_transform_does_not_modify_input_nor_read_labels():
+    y, s, _ = _binary(300, seed=10)
+    P = np.column_stack([1 - s, s])
+    P0 = P.copy()
+    rc = KernelRecalibrator().fit(P, y)
+    a = rc.transform(P)
+    np.testing.assert_array_equal(P, P0)
+    # Same probabilities, whatever labels would go with them.
+    np.testing.assert_array_equal(rc.transform(P[::-1])[::-1], a)
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.array([[0.5, 0.7], [0.2, 0.8]]), "Rows of X must sum to 1"),
+        (np.array([[1.2, -0.2], [0.2, 0.8]]), r"X must contain probabilities in \[0, 1\]"),
+        (np.array([[np.nan, 0.5], [0.2, 0.8]]), "X"),
+        (np.array([[0.2, 0.3, 0.5]]), "X has 3 features"),
+        (np.array([0.2, 0.3]), "X has 1 features"),
+    ],
+)
+def test_transform_rejects_bad_probabilities(bad, match):
+    y, s, _ = _binary(200, seed=11)
+    rc = KernelRecalibrator().fit(np.column_stack([1 - s, s]), y)
+    with pytest.raises(ValueError, match=match):
+        rc.transform(bad)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"method": "top-label"}, "method must be one of"),
+        ({"bandwidth": "mle"}, "bandwidth='mle' is not available for the 'grid'"),
+        ({"bandwidth": 0.0}, "bandwidth must be > 0"),
+        ({"bandwidth": 2.0}, "bandwidth must be <= 1"),
+        ({"eps": 0.7}, "eps must be < 0.5"),
+        ({"method": "grid", "bandwidth": 0.1}, None),
+    ],
+)
+def test_bad_parameters(params, match):
+    y, s, _ = _binary(200, seed=12)
+    if match is None:
+        KernelRecalibrator(**params).fit(s, y)
+        return
+    with pytest.raises((ValueError, TypeError), match=match):
+        KernelRecalibrator(**params).fit(s, y)
+
+
+def test_fit_input_errors():
+    y, s, _ = _binary(50, seed=13)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        KernelRecalibrator().fit(s, y[:-1])
+    with pytest.raises(ValueError, match="sample_weight"):
+        KernelRecalibrator().fit(s, y, sample_weight=-np.ones(50))
+    with pytest.raises(ValueError, match="requires y"):
+        KernelRecalibrator().fit(s, None)
+    with pytest.raises(NotFittedError):
+        KernelRecalibrator().transform(s)
+    with pytest.raises(ValueError, match="'grid' needs a binary problem"):
+        KernelRecalibrator(method="grid").fit(*_multiclass(50)[:2])
+
+
+def test_feature_names_and_set_output():
+    pd = pytest.importorskip("pandas")
+    y, s, _ = _binary(300, seed=14)
+    df = pd.DataFrame({"no": 1 - s, "yes": s})
+    rc = KernelRecalibrator().set_output(transform="pandas").fit(df, y)
+    out = rc.transform(df)
+    assert list(out.columns) == ["no", "yes"]
+    assert list(rc.get_feature_names_out()) == ["no", "yes"]
+    np.testing.assert_allclose(out.to_numpy().sum(axis=1), 1.0)
+    with pytest.warns(UserWarning, match="feature names"):
+        rc.transform(df.to_numpy())
+    # a Series is one column
+    rc1 = KernelRecalibrator().fit(pd.Series(s, name="p"), y)
+    assert rc1.n_features_in_ == 1
+
+
+def _row_softmax(X):
+    return softmax(np.asarray(X, dtype=np.float64), axis=1)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        check_set_output_transform,
+        check_set_output_transform_pandas,
+        check_global_output_transform_pandas,
+        check_transformer_get_feature_names_out,
+        check_transformer_get_feature_names_out_pandas,
+    ],
+)
+def test_set_output_checks_skipped_by_check_estimator(check):
+    # These checks draw arbitrary real X; a row softmax in front turns it into
+    # the probability matrix a recalibrator takes (names pass through it).
+    pytest.importorskip("pandas")
+    front = FunctionTransformer(_row_softmax, feature_names_out="one-to-one")
+    check("KernelRecalibrator", make_pipeline(front, KernelRecalibrator()))
+    check_get_feature_names_out_error("KernelRecalibrator", KernelRecalibrator())
+
+
+# The common checks draw X from arbitrary real features. A recalibrator's input
+# is a probability matrix: such X is rejected at fit with a ValueError naming
+# X (values outside [0, 1] or rows not summing to one), by design.
+_NOT_PROBABILITIES = (
+    "X is not a probability matrix: rejected by design (values outside [0, 1] or "
+    "rows not summing to one)"
+)
+_KR_X_CHECKS = [
+    "check_fit_score_takes_y",
+    "check_positive_only_tag_during_fit",
+    "check_estimators_dtypes",
+    "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters",
+    "check_sample_weights_pandas_series",
+    "check_estimators_fit_returns_self",
+    "check_sample_weights_not_an_array",
+    "check_readonly_memmap_input",
+    "check_sample_weights_list",
+    "check_n_features_in_after_fitting",
+    "check_estimators_pickle",
+    "check_all_zero_sample_weights_error",
+    "check_sample_weights_shape",
+    "check_f_contiguous_array_estimator",
+    "check_sample_weights_not_overwritten",
+    "check_transformer_data_not_an_array",
+    "check_sample_weight_equivalence_on_dense_data",
+    "check_transformer_general",
+    "check_dtype_object",
+    "check_transformer_preserve_dtypes",
+    "check_pipeline_consistency",
+    "check_estimators_nan_inf",
+    "check_methods_sample_order_invariance",
+    "check_fit2d_predict1d",
+    "check_methods_subset_invariance",
+    "check_fit2d_1sample",
+    "check_fit2d_1feature",
+    "check_dict_unchanged",
+    "check_fit_idempotent",
+    "check_fit_check_is_fitted",
+    "check_n_features_in",
+]
+
+
+def _expected_failures(estimator):
+    if isinstance(estimator, KernelRecalibrator):
+        return dict.fromkeys(_KR_X_CHECKS, _NOT_PROBABILITIES)
+    if isinstance(estimator, RecalibratedClassifier) and estimator.cv is None:
+        # 10 samples of 3 classes cannot be split in 5 stratified folds; the
+        # error says so (cv=3 passes the check).
+        return {"check_fit2d_1feature": "5 folds need 5 samples per class"}
+    return {}
+
+
+@parametrize_with_checks(
+    [KernelRecalibrator(), RecalibratedClassifier(), RecalibratedClassifier(cv=3)],
+    expected_failed_checks=_expected_failures,
+)
+def test_sklearn_common_checks(estimator, check):
+    check(estimator)
+
+
+# ---------------------------------------------------------------------------
+# RecalibratedClassifier
+# ---------------------------------------------------------------------------
+
+
+def _data(n=1500, n_classes=2, seed=0):
+    return make_classification(
+        n_samples=n, n_features=8, n_informative=5, n_classes=n_classes,
+        random_state=seed,
+    )
+
+
+def test_frozen_prefit_model_calibrated_on_given_data():
+    X, y = _data(3000)
+    base = GaussianNB().fit(X[:1500], y[:1500])
+    clf = RecalibratedClassifier(FrozenEstimator(base), cv=7).fit(X[1500:], y[1500:])
+    assert len(clf.calibrated_classifiers_) == 1
+    ref = KernelRecalibrator().fit(base.predict_proba(X[1500:]), y[1500:])
+    np.testing.assert_allclose(
+        clf.predict_proba(X[:100]), ref.transform(base.predict_proba(X[:100]))
+    )
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_ensemble_false_uses_cross_val_predict(n_classes):
+    X, y = _data(900, n_classes)
+    cv = KFold(3, shuffle=True, random_state=0)
+    clf = RecalibratedClassifier(GaussianNB(), cv=cv, ensemble=False).fit(X, y)
+    P = cross_val_predict(GaussianNB(), X, y, cv=cv, method="predict_proba")
+    ref = KernelRecalibrator().fit(P, y)
+    base = GaussianNB().fit(X, y)
+    np.testing.assert_allclose(
+        clf.predict_proba(X[:50]), ref.transform(base.predict_proba(X[:50]))
+    )
+
+
+def test_ensemble_averages_fold_pairs():
+    X, y = _data(900)
+    cv = KFold(3, shuffle=True, random_state=1)
+    clf = RecalibratedClassifier(GaussianNB(), cv=cv).fit(X, y)
+    assert len(clf.calibrated_classifiers_) == 3
+    parts = []
+    for train, test in cv.split(X, y):
+        m = GaussianNB().fit(X[train], y[train])
+        r = KernelRecalibrator().fit(m.predict_proba(X[test]), y[test])
+        parts.append(r.transform(m.predict_proba(X[:40])))
+    np.testing.assert_allclose(clf.predict_proba(X[:40]), np.mean(parts, axis=0))
+
+
+def test_isotonic_calibrator_per_class_matches_calibrated_classifier_cv():
+    # sklearn's isotonic CalibratedClassifierCV applies one isotonic regression
+    # per class and renormalises: the same rule as for 1-D calibrators here.
+    X, y = load_iris(return_X_y=True)
+    cv = KFold(3, shuffle=True, random_state=0)
+    ours = RecalibratedClassifier(
+        GaussianNB(), calibrator=IsotonicRegression(out_of_bounds="clip"), cv=cv
+    ).fit(X, y)
+    theirs = CalibratedClassifierCV(GaussianNB(), method="isotonic", cv=cv).fit(X, y)
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X),
+                               atol=1e-12)
+    Xb, yb = _data(800)
+    ours = RecalibratedClassifier(
+        GaussianNB(), calibrator=IsotonicRegression(out_of_bounds="clip"), cv=cv
+    ).fit(Xb, yb)
+    theirs = CalibratedClassifierCV(GaussianNB(), method="isotonic", cv=cv).fit(Xb, yb)
+    np.testing.assert_allclose(ours.predict_proba(Xb), theirs.predict_proba(Xb),
+                               atol=1e-12)
+
+
+def test_isotonic_out_of_bounds_nan_is_an_error():
+    X, y = _data(600)
+    clf = RecalibratedClassifier(GaussianNB(), calibrator=IsotonicRegression(),
+                                 cv=2).fit(X, y)
+    Xf = X.copy()
+    Xf[:, :] *= 50  # scores beyond the fitted range
+    with pytest.raises(ValueError, match="out_of_bounds='clip'"):
+        clf.predict_proba(Xf)
+
+
+class _WeightProbe(ClassifierMixin, BaseEstimator):
+    """LogisticRegression that records the sample weights it was fitted with."""
+
+    def fit(self, X, y, sample_weight=None):
+        self.seen_weight_ = sample_weight
+        self.model_ = LogisticRegression().fit(X, y, sample_weight=sample_weight)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict_proba(self, X):
+        return self.model_.predict_proba(X)
+
+
+def test_sample_weight_routing():
+    import sklearn
+
+    X, y = _data(600)
+    w = np.random.default_rng(0).uniform(0.5, 2, 600)
+    with sklearn.config_context(enable_metadata_routing=True):
+        probe = _WeightProbe().set_fit_request(sample_weight=True)
+        clf = RecalibratedClassifier(probe, cv=KFold(2)).fit(X, y, sample_weight=w)
+        seen = clf.calibrated_classifiers_[0].estimator.seen_weight_
+        np.testing.assert_array_equal(seen, w[300:])
+        probe = _WeightProbe().set_fit_request(sample_weight=False)
+        clf2 = RecalibratedClassifier(probe, cv=KFold(2)).fit(X, y, sample_weight=w)
+        assert clf2.calibrated_classifiers_[0].estimator.seen_weight_ is None
+    # Without routing, sample_weight goes to both the estimator and calibrator.
+    clf3 = RecalibratedClassifier(_WeightProbe(), cv=KFold(2)).fit(X, y,
+                                                                    sample_weight=w)
+    np.testing.assert_array_equal(
+        clf3.calibrated_classifiers_[0].estimator.seen_weight_, w[300:]
+    )
+    # The calibrator of fold 0 used the test-part weights.
+    pair = clf3.calibrated_classifiers_[0]
+    P = pair.estimator.predict_proba(X[:300])
+    ref = KernelRecalibrator().fit(P, y[:300], sample_weight=w[:300])
+    np.testing.assert_allclose(pair.calibrators[0].transform(P), ref.transform(P))
+
+
+def test_pipeline_clone_and_grid_search_nested_params():
+    X, y = _data(900, 3)
+    model = RecalibratedClassifier(
+        LogisticRegression(max_iter=500),
+        calibrator=KernelRecalibrator(method="classwise"),
+        cv=3,
+    )
+    pipe = make_pipeline(StandardScaler(), model)
+    search = GridSearchCV(
+        pipe,
+        {
+            "recalibratedclassifier__calibrator__bandwidth": [0.05, "auto"],
+            "recalibratedclassifier__estimator__C": [0.1, 1.0],
+        },
+        scoring="neg_log_loss",
+        cv=2,
+    ).fit(X, y)
+    assert set(search.best_params_) == {
+        "recalibratedclassifier__calibrator__bandwidth",
+        "recalibratedclassifier__estimator__C",
+    }
+    proba = search.predict_proba(X[:10])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    c = clone(model)
+    assert c.get_params()["calibrator__method"] == "classwise"
+    assert not hasattr(c, "classes_")
+
+
+def test_string_labels_feature_names_and_improved_log_loss():
+    pd = pytest.importorskip("pandas")
+    # Redundant (correlated) features make naive Bayes over-confident.
+    X, y = make_classification(4000, n_features=20, n_informative=3,
+                               n_redundant=12, random_state=0)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    labels = np.array(["neg", "pos"])[y]
+    clf = RecalibratedClassifier(GaussianNB(), cv=3).fit(df[:3000], labels[:3000])
+    assert list(clf.classes_) == ["neg", "pos"]
+    assert list(clf.feature_names_in_) == list(df.columns)
+    assert clf.n_features_in_ == 20
+    assert set(clf.predict(df[3000:])) <= {"neg", "pos"}
+    raw = GaussianNB().fit(df[:3000], labels[:3000]).predict_proba(df[3000:])
+    ll_raw = log_loss(labels[3000:], raw)
+    ll_cal = log_loss(labels[3000:], clf.predict_proba(df[3000:]))
+    assert ll_cal < ll_raw
+
+
+def test_meta_estimator_errors():
+    X, y = _data(100)
+    with pytest.raises(ValueError, match="ensemble must be"):
+        RecalibratedClassifier(ensemble="yes").fit(X, y)
+    with pytest.raises(TypeError, match="calibrator must implement fit and transform"):
+        RecalibratedClassifier(calibrator=LogisticRegression()).fit(X, y)
+    with pytest.raises(ValueError, match="1 class"):
+        RecalibratedClassifier().fit(X, np.zeros(100))
+    with pytest.raises(NotFittedError):
+        RecalibratedClassifier().predict(X)
+
+
+def test_check_estimator_runs_on_meta_estimator_with_isotonic():
+    # Per-class 1-D calibrators go through every common check as well.
+    check_estimator(
+        RecalibratedClassifier(cv=3, calibrator=IsotonicRegression(out_of_bounds="clip"))
+    )

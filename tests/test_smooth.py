@@ -1,0 +1,309 @@
+"""SmoothECE and the smooth calibration curve against independent references."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import brentq
+
+from skcalib.metrics import smooth_calibration_curve, smooth_ece
+
+# ---------------------------------------------------------------------------
+# Brute-force reference: direct reflected-kernel sums at the exact scores on a
+# 20000-point grid, trapezoid integral, Brent root finder for sigma*.
+# ---------------------------------------------------------------------------
+
+T_REF = np.linspace(0.0, 1.0, 20001)
+
+
+def _reflected_kernel(t, s, sigma):
+    """K(t, s) = sum_m phi(t - s - 2m) + phi(t + s - 2m) over every image that
+    comes within 12 sigma of the grid (the rest is below 1e-30)."""
+    d = t[:, None] - s[None, :]
+    e = t[:, None] + s[None, :]
+    out = np.zeros_like(d)
+    for arg in (d, e):
+        lo, hi = arg.min(), arg.max()
+        for m in range(int(np.floor((lo - 12 * sigma) / 2)), int(np.ceil((hi + 12 * sigma) / 2)) + 1):
+            if hi - 2 * m < -12 * sigma or lo - 2 * m > 12 * sigma:
+                continue
+            out += np.exp(-0.5 * ((arg - 2 * m) / sigma) ** 2)
+    return out / (sigma * np.sqrt(2 * np.pi))
+
+
+def brute_smece_sigma(y, s, w, sigma):
+    r = np.zeros_like(T_REF)
+    for chunk in range(0, len(s), 200):
+        sl = slice(chunk, chunk + 200)
+        r += _reflected_kernel(T_REF, s[sl], sigma) @ (w[sl] * (y[sl] - s[sl]))
+    r /= w.sum()
+    return np.trapezoid(np.abs(r), T_REF)
+
+
+def brute_smece(y, s, w, guess):
+    """Root of smECE_sigma = sigma, bracketed around ``guess`` (the bracket is
+    checked, so a wrong guess fails loudly instead of biasing the root)."""
+    f = lambda sig: brute_smece_sigma(y, s, w, sig) - sig  # noqa: E731
+    lo, hi = max(guess - 0.003, 1e-4), guess + 0.003
+    assert f(lo) > 0 > f(hi), "sigma* not in the bracket"
+    return brentq(f, lo, hi, xtol=1e-9)
+
+
+def _data(kind, n=250, seed=0):
+    rng = np.random.default_rng(seed)
+    w = np.ones(n)
+    if kind == "uniform":
+        s = rng.uniform(size=n)
+        y = (rng.uniform(size=n) < s**2).astype(float)
+    elif kind == "endpoints":
+        s = rng.choice([0.0, 1.0, 0.3], size=n, p=[0.4, 0.4, 0.2])
+        y = (rng.uniform(size=n) < np.clip(0.8 * s + 0.1, 0, 1)).astype(float)
+    elif kind == "beta":
+        s = rng.beta(0.3, 0.3, size=n)
+        y = (rng.uniform(size=n) < 0.5 + 0.6 * (s - 0.5)).astype(float)
+    elif kind == "discrete":
+        s = rng.choice([0.1, 0.35, 0.5, 0.9], size=n)
+        y = (rng.uniform(size=n) < np.sqrt(s)).astype(float)
+    elif kind == "calibrated":
+        s = rng.uniform(size=n)
+        y = (rng.uniform(size=n) < s).astype(float)
+    elif kind == "weighted":
+        s = rng.uniform(size=n)
+        y = (rng.uniform(size=n) < s**1.5).astype(float)
+        w = rng.exponential(size=n)
+    return y, s, w
+
+
+KINDS = ["uniform", "endpoints", "beta", "discrete", "calibrated", "weighted"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_smece_matches_brute_force(kind):
+    y, s, w = _data(kind)
+    ours = smooth_ece(y, s, sample_weight=w)
+    ref = brute_smece(y, s, w, ours)
+    assert abs(ours - ref) < 1e-4, (ours, ref)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "endpoints", "weighted"])
+@pytest.mark.parametrize("sigma", [0.003, 0.02, 0.1, 0.6])
+def test_smece_fixed_sigma_matches_brute_force(kind, sigma):
+    y, s, w = _data(kind, n=300, seed=1)
+    ours = smooth_ece(y, s, sample_weight=w, sigma=sigma)
+    ref = brute_smece_sigma(y, s, w, sigma)
+    assert abs(ours - ref) < 1e-4, (ours, ref)
+
+
+def test_boundary_mass_is_preserved():
+    # All scores at exactly 0 and 1 with the opposite labels: the residual mass
+    # is 1 in total, and a reflected kernel keeps all of it at any bandwidth.
+    s = np.array([0.0, 1.0])
+    y = np.array([1.0, 0.0])
+    for sigma in [0.01, 0.05]:
+        assert smooth_ece(y, s, sigma=sigma) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_curve_matches_brute_force_nadaraya_watson():
+    y, s, w = _data("weighted", n=250, seed=3)
+    curve = smooth_calibration_curve(y, s, sample_weight=w)
+    t = curve.scores[::16]
+    K = _reflected_kernel(t, s, curve.sigma)
+    ref_y = (K @ (w * y)) / (K @ w)
+    ref_d = (K @ w) / w.sum()
+    np.testing.assert_allclose(curve.y_smooth[::16], ref_y, atol=2e-4)
+    np.testing.assert_allclose(curve.density[::16], ref_d, rtol=1e-3, atol=1e-4)
+    assert curve.smece == pytest.approx(brute_smece(y, s, w, curve.smece), abs=1e-4)
+    assert curve.sigma == curve.smece
+
+
+def test_against_relplot():
+    relplot = pytest.importorskip("relplot")
+    rng = np.random.default_rng(5)
+    for n in (500, 5000):
+        s = rng.beta(2, 3, size=n)
+        y = (rng.uniform(size=n) < s**0.7).astype(float)
+        # relplot stops its bisection at ~1e-3 and loses boundary mass; interior
+        # data keep the two within that resolution.
+        assert smooth_ece(y, s) == pytest.approx(relplot.smECE(s, y), abs=2e-3)
+
+
+def test_logit_metric_reference():
+    # logit variant: ordinary Gaussian on logit(s); brute force on a wide grid
+    y, s, w = _data("uniform", n=300, seed=7)
+    sigma = 0.3
+    u = np.log(np.clip(s, 1e-6, 1 - 1e-6)) - np.log1p(-np.clip(s, 1e-6, 1 - 1e-6))
+    grid = np.linspace(u.min() - 3, u.max() + 3, 40001)
+    K = np.exp(-0.5 * ((grid[:, None] - u[None, :]) / sigma) ** 2) / (
+        sigma * np.sqrt(2 * np.pi)
+    )
+    r = K @ (w * (y - s)) / w.sum()
+    ref = np.trapezoid(np.abs(r), grid)
+    assert smooth_ece(y, s, sigma=sigma, metric="logit") == pytest.approx(ref, abs=1e-4)
+
+
+def test_multiclass_reductions():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(4), size=600)
+    y = np.array([rng.choice(4, p=p) for p in P])
+    top = smooth_ece(y, P)
+    conf = P.max(axis=1)
+    correct = (P.argmax(axis=1) == y).astype(float)
+    assert top == pytest.approx(smooth_ece(correct, conf))
+    cw = smooth_ece(y, P, multi_class="classwise")
+    ref = np.mean([smooth_ece((y == k).astype(int), P[:, k]) for k in range(4)])
+    assert cw == pytest.approx(ref)
+    val, sig = smooth_ece(y, P, multi_class="classwise", return_sigma=True)
+    assert sig.shape == (4,)
+
+
+# ---------------------------------------------------------------------------
+# Properties
+# ---------------------------------------------------------------------------
+
+
+@st.composite
+def samples(draw):
+    n = draw(st.integers(2, 60))
+    seed = draw(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(size=n)
+    if draw(st.booleans()):
+        s = np.round(s, 1)
+    y = (rng.uniform(size=n) < rng.uniform(size=n)).astype(int)
+    return y, s
+
+
+@settings(max_examples=40, deadline=None)
+@given(samples(), st.floats(0.005, 0.5), st.floats(1.05, 3.0))
+def test_smece_sigma_non_increasing(data, sigma, factor):
+    y, s = data
+    a = smooth_ece(y, s, sigma=sigma)
+    b = smooth_ece(y, s, sigma=min(1.0, sigma * factor))
+    assert b <= a + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(samples())
+def test_smece_in_unit_interval_and_permutation_invariant(data):
+    y, s = data
+    v = smooth_ece(y, s)
+    assert 0.0 <= v <= 1.0
+    perm = np.random.default_rng(0).permutation(len(y))
+    assert smooth_ece(y[perm], s[perm]) == pytest.approx(v, abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(samples(), st.integers(0, 2**31))
+def test_integer_weights_equal_repetition(data, seed):
+    y, s = data
+    reps = np.random.default_rng(seed).integers(0, 4, size=len(y))
+    reps[0] = max(reps[0], 1)
+    a = smooth_ece(y, s, sample_weight=reps)
+    b = smooth_ece(np.repeat(y, reps), np.repeat(s, reps))
+    assert a == pytest.approx(b, abs=1e-9)
+
+
+def test_label_encodings_agree():
+    rng = np.random.default_rng(2)
+    s = rng.uniform(size=300)
+    y = rng.uniform(size=300) < s**2
+    base = smooth_ece(y.astype(int), s)
+    assert smooth_ece(np.where(y, "spam", "ham"), s) == pytest.approx(base)
+    assert smooth_ece(np.where(y, "a", "b"), 1 - s) == pytest.approx(base)  # "a" < "b"
+    assert smooth_ece(np.where(y, 0, 1), 1 - s, pos_label=1) == pytest.approx(base)
+    assert smooth_ece(np.where(y, 7, 3), s, pos_label=7) == pytest.approx(base)
+    assert smooth_ece(y, np.column_stack([1 - s, s])) == pytest.approx(base)
+    assert smooth_ece(list(y), list(s)) == pytest.approx(base)
+
+
+def test_pandas_input():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(2)
+    s = rng.uniform(size=100)
+    y = (rng.uniform(size=100) < s).astype(int)
+    assert smooth_ece(pd.Series(y), pd.Series(s)) == pytest.approx(smooth_ece(y, s))
+
+
+# ---------------------------------------------------------------------------
+# Bootstrap
+# ---------------------------------------------------------------------------
+
+
+def test_bootstrap_band_reproducible_and_independent_of_n_jobs():
+    y, s, w = _data("uniform", n=2000)
+    a = smooth_calibration_curve(y, s, n_bootstrap=30, random_state=3)
+    b = smooth_calibration_curve(y, s, n_bootstrap=30, random_state=3, n_jobs=2)
+    np.testing.assert_array_equal(a.y_smooth_low, b.y_smooth_low)
+    assert a.smece_ci == b.smece_ci
+    lo, hi = a.smece_ci
+    assert lo <= a.smece <= hi
+    ok = ~np.isnan(a.y_smooth)
+    assert np.all(a.y_smooth_low[ok] <= a.y_smooth[ok] + 1e-12)
+    assert np.all(a.y_smooth[ok] <= a.y_smooth_high[ok] + 1e-12)
+
+
+def test_bootstrap_spread_matches_sampling_spread():
+    # The bootstrap claims to reproduce the sampling variability of smECE: its
+    # interval width on one sample should match the spread of smECE over
+    # independent samples from the same population (s ~ U(0,1), E[y|s] = s^2).
+    rng = np.random.default_rng(11)
+    n = 2000
+
+    def draw():
+        s = rng.uniform(size=n)
+        return (rng.uniform(size=n) < s**2).astype(float), s
+
+    values = [smooth_ece(*draw()) for _ in range(60)]
+    true_width = np.subtract(*np.percentile(values, [90, 10]))
+    widths = []
+    for rep in range(4):
+        lo, hi = smooth_calibration_curve(
+            *draw(), n_bootstrap=80, confidence_level=0.8, random_state=rep
+        ).smece_ci
+        widths.append(hi - lo)
+    ratio = np.mean(widths) / true_width
+    assert 0.6 < ratio < 1.6, ratio
+
+
+def test_classwise_curves():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), size=300)
+    y = np.array(["x", "y", "z"])[[rng.choice(3, p=p) for p in P]]
+    curves = smooth_calibration_curve(y, P, multi_class="classwise")
+    assert [c.label for c in curves] == ["x", "y", "z"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(sigma=0.0), "sigma"),
+        (dict(sigma=1.5), "sigma"),
+        (dict(metric="l2"), "metric"),
+        (dict(multi_class="canonical"), "multi_class"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        smooth_ece([0, 1], [0.2, 0.7], **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_bootstrap=-1), "n_bootstrap"),
+        (dict(confidence_level=1.0), "confidence_level"),
+        (dict(random_state="x"), "random_state"),
+    ],
+)
+def test_bad_curve_parameters(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        smooth_calibration_curve([0, 1], [0.2, 0.7], **kwargs)
+
+
+def test_inputs_not_modified():
+    y = np.array([0, 1, 1, 0])
+    s = np.array([0.1, 1.0 + 1e-10, 0.7, -1e-10])
+    s0, y0 = s.copy(), y.copy()
+    smooth_calibration_curve(y, s, n_bootstrap=3, random_state=0)
+    np.testing.assert_array_equal(s, s0)
+    np.testing.assert_array_equal(y, y0)

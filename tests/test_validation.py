@@ -1,0 +1,88 @@
+"""Every bad input gets a clear error that names the argument."""
+
+import numpy as np
+import pytest
+
+from skcalib._validation import binary_tasks, check_calibration_inputs
+from skcalib.metrics import binned_calibration_error, smooth_ece
+
+METRICS = [smooth_ece, binned_calibration_error]
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize(
+    "y_true, y_proba, kwargs, exc, match",
+    [
+        ([0, 1], [0.1, np.nan], {}, ValueError, "y_proba"),
+        ([0, 1], [0.1, np.inf], {}, ValueError, "y_proba"),
+        ([0.0, np.nan], [0.1, 0.2], {}, ValueError, "y_true"),
+        ([0, 1], [0.1, 1.2], {}, ValueError, r"y_proba.*\[0, 1\]"),
+        ([0, 1], [-0.1, 0.5], {}, ValueError, r"y_proba.*\[0, 1\]"),
+        ([0, 1, 2], [[0.2, 0.3, 0.4]] * 3, {}, ValueError, "sum to 1"),
+        ([0, 1], [0.1, 0.2, 0.3], {}, ValueError, "inconsistent numbers of samples"),
+        ([], [], {}, ValueError, "empty"),
+        (["a", "a"], [0.1, 0.2], {}, ValueError, "single class"),
+        ([0, 1], [0.1, 0.2], {"sample_weight": [-1, 1]}, ValueError, "sample_weight"),
+        ([0, 1], [0.1, 0.2], {"sample_weight": [0, 0]}, ValueError, "sample_weight"),
+        ([0, 1], [0.1, 0.2], {"sample_weight": [1, 1, 1]}, ValueError, "sample_weight"),
+        ([0, 1], [0.1, 0.2], {"sample_weight": [1, np.nan]}, ValueError, "sample_weight"),
+        (["a", "b"], [0.1, 0.2], {"pos_label": "c"}, ValueError, "pos_label"),
+        ([0, 1, 2], [0.1, 0.2, 0.3], {}, ValueError, "3 classes"),
+        ([0, 1, 1], np.eye(3), {}, ValueError, "labels="),
+        ([0, 1, 2], np.eye(3), {"pos_label": 1}, ValueError, "pos_label"),
+        ([0, 1], [0.1, 0.2], {"multi_class": "bogus"}, ValueError, "multi_class"),
+        ([0, 1], [["a", "b"], ["c", "d"]], {}, ValueError, "y_proba"),
+        ([[0, 1], [1, 0]], [0.1, 0.2], {}, ValueError, "y_true"),
+        ([0, 3], [0.1, 0.2], {"labels": [0, 1]}, ValueError, "labels"),
+    ],
+)
+def test_bad_input(metric, y_true, y_proba, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        metric(y_true, y_proba, **kwargs)
+
+
+def test_tolerance_then_clip():
+    d = check_calibration_inputs([0, 1], [-1e-10, 1 + 1e-10])
+    np.testing.assert_array_equal(d.proba, [0.0, 1.0])
+
+
+def test_pos_label_and_single_class_rules():
+    # numeric 0/1 labels: a fold with a single class is still binary
+    d = check_calibration_inputs([1, 1], [0.2, 0.9])
+    np.testing.assert_array_equal(d.y, [1.0, 1.0])
+    d = check_calibration_inputs([0, 0], [0.2, 0.9])
+    np.testing.assert_array_equal(d.y, [0.0, 0.0])
+    # string labels: the absent class is given by pos_label or labels
+    d = check_calibration_inputs(["no", "no"], [0.2, 0.9], pos_label="yes")
+    np.testing.assert_array_equal(d.y, [0.0, 0.0])
+    d = check_calibration_inputs(["b", "b"], [0.2, 0.9], labels=["a", "b"])
+    np.testing.assert_array_equal(d.y, [1.0, 1.0])
+    # two-column input follows the label order; pos_label selects the column
+    d = check_calibration_inputs(["a", "b"], [[0.7, 0.3], [0.1, 0.9]], pos_label="a")
+    np.testing.assert_array_equal(d.proba, [0.7, 0.1])
+    np.testing.assert_array_equal(d.y, [1.0, 0.0])
+
+
+def test_labels_for_missing_class_in_multiclass():
+    P = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    d = check_calibration_inputs(["a", "c"], P, labels=["a", "b", "c"])
+    np.testing.assert_array_equal(d.y, [0, 2])
+
+
+def test_top_label_reduction():
+    P = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.2, 0.5, 0.3]])
+    d = check_calibration_inputs([0, 1, 1], P, labels=[0, 1, 2])
+    ((y, s, w),) = binary_tasks(d, "top-label")
+    np.testing.assert_array_equal(s, [0.7, 0.6, 0.5])
+    np.testing.assert_array_equal(y, [1.0, 0.0, 1.0])
+
+
+def test_inputs_never_modified():
+    y = np.array([0, 1, 1])
+    p = np.array([[0.5, 0.5 + 1e-10], [0.2, 0.8], [1e-10, 1.0]])
+    p0 = p.copy()
+    w = np.array([1.0, 2.0, 3.0])
+    smooth_ece(y, p, sample_weight=w)
+    binned_calibration_error(y, p, sample_weight=w, strategy="quantile")
+    np.testing.assert_array_equal(p, p0)
+    np.testing.assert_array_equal(w, [1.0, 2.0, 3.0])
