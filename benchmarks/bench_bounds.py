@@ -31,9 +31,9 @@ except ImportError:  # pragma: no cover - older checkouts
         return float(np.abs(gap).sum() / cnt.sum())
 
 
-def timed(fn):
+def timed(fn, *args, **kwargs):
     t0 = time.perf_counter()
-    out = fn()
+    out = fn(*args, **kwargs)
     return out, time.perf_counter() - t0
 
 
@@ -53,10 +53,14 @@ def run_problem(problem, sizes, h, seed):
             methods["TV-iso"] = dict(method="tv", assume="monotone")
         row = {"n": n, "ce": ce}
         for name, kw in methods.items():
-            b, t = timed(lambda kw=kw: calibration_error_bound(y, s, random_state=0, **kw))
+            b, t = timed(calibration_error_bound, y, s, random_state=0, **kw)
             row[name] = (b.upper - ce, t)
-        ece, t = timed(lambda: binned_calibration_error(y, s, n_bins=15))
+        ece, t = timed(binned_calibration_error, y, s, n_bins=15)
         row["ECE15"] = (abs(ece - ce), t)
+        # Yardstick measured in the same run: one stable argsort of the scores,
+        # a step every bound needs, so that times can be read as multiples of it
+        # on a loaded machine.
+        row["sort"] = timed(np.argsort, s, kind="stable")[1]
         rows.append(row)
         print(format_row(row), flush=True)
     return rows
@@ -73,6 +77,7 @@ def format_row(row):
             cells.append(f"{gap:8.4f} ({t:6.2f}s)")
         else:
             cells.append(f"{'-':>18s}")
+    cells.append(f"{row['sort']:6.2f}s")
     return " | ".join(cells)
 
 
@@ -99,13 +104,19 @@ def main():
         f"h = {args.h:g}, cores = {os.cpu_count()}, "
         f"load average = {os.getloadavg()[0]:.1f}"
     )
-    print("gap = upper bound - true CE (ECE15: |15-bin ECE - true CE|), wall time")
-    header = ["n", "true CE"] + COLUMNS
+    print("gap = upper bound - true CE (ECE15: |15-bin ECE - true CE|), wall time;")
+    print("argsort = time of one stable argsort of the n scores (yardstick)")
+    header = ["n", "true CE"] + COLUMNS + ["argsort"]
     for problem in args.problems.split(","):
         print(f"\n== problem {problem!r} ==")
         print(" | ".join(f"{h:>18s}" if i > 1 else h for i, h in enumerate(header)))
         rows = run_problem(problem, sizes, args.h, args.seed)
         print(f"empirical log-log rate of the gap vs n: {rates(rows)}")
+        last = rows[-1]
+        ratios = ", ".join(
+            f"{c}: {last[c][1] / last['sort']:.1f}x" for c in COLUMNS if c in last
+        )
+        print(f"time at n = {last['n']:.0e} in multiples of one argsort: {ratios}")
 
 
 if __name__ == "__main__":

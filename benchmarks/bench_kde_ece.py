@@ -75,7 +75,7 @@ def main():
         f"{'n':>6} {'K':>4} {'call':<24} {'time s':>8} {'peak MB':>8} "
         f"{'cpu s':>7}  value"
     )
-    times = {}
+    times, cpu = {}, {}
     for n in sizes:
         for K in (2, 10, 100):
             y, f = make_data(n, K)
@@ -87,6 +87,7 @@ def main():
             ):
                 res = measure(kde_calibration_error, y, f, labels=labels, **kwargs)
                 times[n, K, name] = res[1]
+                cpu[n, K, name] = res[3]
                 print(
                     f"{n:>6} {K:>4} {name:<24} {res[1]:8.2f} {res[2]:8.1f} "
                     f"{res[3]:7.2f}  {res[0]:.4f}"
@@ -103,11 +104,18 @@ def main():
     n = sizes[-1]
     for name in ("default (mle)", "bandwidth=0.05"):
         r = times[n, 100, name] / times[n, 10, name]
-        print(f"n={n}, {name}: time(K=100) / time(K=10) = {r:.2f} (K ratio 10)")
-    big = times.get((20000, 100, "default (mle)"))
-    if big is not None:
-        verdict = "MET" if big < 15 else "NOT MET"
-        print(f"target n=20000, K=100 default call < 15 s: {big:.1f} s -> {verdict}")
+        rc = cpu[n, 100, name] / cpu[n, 10, name]
+        print(
+            f"n={n}, {name}: K=100 / K=10 time ratio {r:.2f} wall, {rc:.2f} cpu "
+            "(linear would be 10)"
+        )
+    if (20000, 100, "default (mle)") in times:
+        key = (20000, 100, "default (mle)")
+        verdict = "MET" if times[key] < 15 else "NOT MET (see load average)"
+        print(
+            f"target n=20000, K=100 default call < 15 s: {times[key]:.1f} s wall, "
+            f"{cpu[key]:.1f} s cpu -> {verdict}"
+        )
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -50,7 +50,7 @@ def _paths(base):
 
 
 def write_data(base, n, seed=0, chunk=2**22):
-    """Scores s ~ Beta(2, 5); labels ~ Bernoulli(eta(s)), a non-monotone miscalibration."""
+    """Scores ~ Beta(2, 5), labels ~ Bernoulli(eta(s)), eta non-monotone."""
     rng = np.random.default_rng(seed)
     ps, py = _paths(base)
     with open(ps, "wb") as fs, open(py, "wb") as fy:
@@ -146,16 +146,26 @@ def run_memory(base, n):
     wall = time.perf_counter() - t0
     print(
         json.dumps(
-            {"n": n, "smece": value, "wall": wall, "peak_mb": _status_mb("VmHWM"),
-             "base_mb": base_rss}
+            {
+                "n": n,
+                "smece": value,
+                "wall": wall,
+                "peak_mb": _status_mb("VmHWM"),
+                "base_mb": base_rss,
+            }
         )
     )
 
 
 def _load_block(path, dtype, start, stop):
     dtype = np.dtype(dtype)
-    mm = np.memmap(path, dtype=dtype, mode="r", offset=start * dtype.itemsize,
-                   shape=(stop - start,))
+    mm = np.memmap(
+        path,
+        dtype=dtype,
+        mode="r",
+        offset=start * dtype.itemsize,
+        shape=(stop - start,),
+    )
     return np.array(mm)
 
 
@@ -180,27 +190,46 @@ def run_dask(base, n, chunk):
         ]
         return da.concatenate(blocks)
 
-    with distributed.LocalCluster(
-        processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
-        dashboard_address=None, memory_limit="1GB",
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            processes=True,
+            n_workers=2,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=None,
+            memory_limit="1GB",
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         client.wait_for_workers(2)
         # Warm-up: workers import skcalib once, outside the timing.
-        smooth_ece(da.from_array(np.array([0, 1]), chunks=1), da.from_array(
-            np.array([0.2, 0.7]), chunks=1))
+        smooth_ece(
+            da.from_array(np.array([0, 1]), chunks=1),
+            da.from_array(np.array([0.2, 0.7]), chunks=1),
+        )
         y, s = column(py, np.int8), column(ps, np.float32)
         t0 = time.perf_counter()
         value = smooth_ece(y, s)
         wall = time.perf_counter() - t0
         workers = client.run(lambda: _status_mb("VmHWM"))
-    print(json.dumps({"n": n, "smece": value, "wall": wall,
-                      "worker_peak_mb": max(workers.values())}))
+    print(
+        json.dumps(
+            {
+                "n": n,
+                "smece": value,
+                "wall": wall,
+                "worker_peak_mb": max(workers.values()),
+            }
+        )
+    )
 
 
 def _child(*args):
     out = subprocess.run(
         [sys.executable, __file__, "--child", *map(str, args)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -209,8 +238,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=float, default=1e8, help="number of predictions")
     ap.add_argument("--chunk", type=int, default=2**21, help="rows per chunk")
-    ap.add_argument("--n-memory", type=float, default=1e7,
-                    help="rows for the in-memory comparison")
+    ap.add_argument("--dask-chunk", type=int, default=2**23, help="rows per dask block")
+    ap.add_argument(
+        "--n-memory", type=float, default=1e7, help="rows for the in-memory comparison"
+    )
     ap.add_argument("--dir", default="/tmp")
     ap.add_argument("--no-dask", action="store_true")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -218,58 +249,79 @@ def main():
     if args.child:
         kind, base, *rest = args.child
         rest = [int(x) for x in rest]
-        {"stream": run_stream, "memory": run_memory, "dask": run_dask}[kind](base, *rest)
+        {"stream": run_stream, "memory": run_memory, "dask": run_dask}[kind](
+            base, *rest
+        )
         return
 
     n, chunk = int(args.n), args.chunk
     n_mem = min(int(args.n_memory), n)
     need = 5 * n
     free = shutil.disk_usage(args.dir).free
-    print(f"disk: {free / 2**30:.1f} GiB free in {args.dir}, data needs "
-          f"{need / 2**30:.2f} GiB")
+    print(
+        f"disk: {free / 2**30:.1f} GiB free in {args.dir}, data needs "
+        f"{need / 2**30:.2f} GiB"
+    )
     if free < 2 * need:
         sys.exit("not enough free disk space; lower --n")
     base = tempfile.mktemp(prefix="skcalib_scale_", dir=args.dir)
     try:
         t0 = time.perf_counter()
         write_data(base, n)
-        print(f"wrote {n:.3g} predictions (float32 + int8) in "
-              f"{time.perf_counter() - t0:.1f} s")
+        print(
+            f"wrote {n:.3g} predictions (float32 + int8) in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
         print(f"\nstreaming CalibrationAccumulator, chunks of {chunk} rows:")
-        print(f"{'n':>12} {'smECE':>10} {'wall s':>8} {'cpu s':>8} "
-              f"{'M pred/s/core':>14} {'peak MB':>8} {'+base MB':>9}")
+        print(
+            f"{'n':>12} {'smECE':>10} {'wall s':>8} {'cpu s':>8} "
+            f"{'M pred/s/core':>14} {'peak MB':>8} {'+base MB':>9}"
+        )
         for m in sorted({max(n // 10, 1), n}):
             r = _child("stream", base, m, chunk, 0)
             rate = m / r["acc_cpu"]
-            print(f"{m:>12.3g} {r['smece']:>10.6f} {r['total_wall']:>8.2f} "
-                  f"{r['acc_cpu']:>8.2f} {rate / 1e6:>14.1f} {r['peak_mb']:>8.0f} "
-                  f"{r['peak_mb'] - r['base_mb']:>9.0f}")
+            print(
+                f"{m:>12.3g} {r['smece']:>10.6f} {r['total_wall']:>8.2f} "
+                f"{r['acc_cpu']:>8.2f} {rate / 1e6:>14.1f} {r['peak_mb']:>8.0f} "
+                f"{r['peak_mb'] - r['base_mb']:>9.0f}"
+            )
         stream = r
         k = _child("stream", base, n, chunk, 1)
         k_rate = n / k["cpu"]
         rate = n / stream["acc_cpu"]
-        print(f"\naccumulation kernel alone (validated chunks): "
-              f"{k_rate / 1e6:.1f} M pred/s/core")
-        print(f"ratio partial_fit throughput / target {TARGET_RATE / 1e6:.0f} M/s: "
-              f"{rate / TARGET_RATE:.2f}; kernel / target: {k_rate / TARGET_RATE:.2f}")
-        print(f"ratio peak RSS / target {TARGET_PEAK_MB:.0f} MB: "
-              f"{stream['peak_mb'] / TARGET_PEAK_MB:.2f} (total), "
-              f"{(stream['peak_mb'] - stream['base_mb']) / TARGET_PEAK_MB:.2f} "
-              "(increase over imports)")
+        print(
+            f"\naccumulation kernel alone (validated chunks): "
+            f"{k_rate / 1e6:.1f} M pred/s/core"
+        )
+        print(
+            f"ratio partial_fit throughput / target {TARGET_RATE / 1e6:.0f} M/s: "
+            f"{rate / TARGET_RATE:.2f}; kernel / target: {k_rate / TARGET_RATE:.2f}"
+        )
+        print(
+            f"ratio peak RSS / target {TARGET_PEAK_MB:.0f} MB: "
+            f"{stream['peak_mb'] / TARGET_PEAK_MB:.2f} (total), "
+            f"{(stream['peak_mb'] - stream['base_mb']) / TARGET_PEAK_MB:.2f} "
+            "(increase over imports)"
+        )
 
         mem = _child("memory", base, n_mem)
         head = _child("stream", base, n_mem, chunk, 0)
-        print(f"\nin-memory smooth_ece on the first {n_mem:.3g} rows: "
-              f"{mem['smece']:.8f} in {mem['wall']:.2f} s, peak {mem['peak_mb']:.0f} MB;"
-              f" accumulator: {head['smece']:.8f} (|diff| "
-              f"{abs(mem['smece'] - head['smece']):.1e}), peak {head['peak_mb']:.0f} MB")
+        print(
+            f"\nin-memory smooth_ece on the first {n_mem:.3g} rows: "
+            f"{mem['smece']:.8f} in {mem['wall']:.2f} s, peak {mem['peak_mb']:.0f} MB;"
+            f" accumulator: {head['smece']:.8f} (|diff| "
+            f"{abs(mem['smece'] - head['smece']):.1e}), peak {head['peak_mb']:.0f} MB"
+        )
 
         if not args.no_dask:
-            d = _child("dask", base, n, chunk)
-            print(f"\ndask LocalCluster (2 processes x 1 thread): smECE {d['smece']:.8f}"
-                  f" (|diff| vs stream {abs(d['smece'] - stream['smece']):.1e}) in "
-                  f"{d['wall']:.2f} s = {n / d['wall'] / 1e6:.1f} M pred/s, "
-                  f"worker peak {d['worker_peak_mb']:.0f} MB")
+            d = _child("dask", base, n, args.dask_chunk)
+            print(
+                f"\ndask LocalCluster (2 processes x 1 thread, blocks of "
+                f"{args.dask_chunk} rows): smECE {d['smece']:.8f}"
+                f" (|diff| vs stream {abs(d['smece'] - stream['smece']):.1e}) in "
+                f"{d['wall']:.2f} s = {n / d['wall'] / 1e6:.1f} M pred/s, "
+                f"worker peak {d['worker_peak_mb']:.0f} MB"
+            )
     finally:
         for p in _paths(base):
             if os.path.exists(p):

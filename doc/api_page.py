@@ -24,8 +24,7 @@ SECTIONS = [
     (
         "skcalib.display",
         "Displays",
-        "Plotting classes in the style of "
-        ":class:`sklearn.metrics.RocCurveDisplay`.",
+        "Plotting classes in the style of :class:`sklearn.metrics.RocCurveDisplay`.",
     ),
     (
         "skcalib.datasets",
@@ -58,8 +57,8 @@ def _entries(modname):
     classes, functions = [], []
     for name in _public_names(module):
         obj = getattr(module, name, None)
-        if obj is None or inspect.ismodule(obj):
-            continue
+        if obj is None or inspect.ismodule(obj) or not callable(obj):
+            continue  # constants such as datasets.PROBLEMS are described in text
         if modname == "skcalib" and getattr(obj, "__module__", "").startswith(
             ("skcalib.metrics", "skcalib.display", "skcalib.datasets")
         ):

@@ -5,6 +5,7 @@ errors; the example gallery is executed).
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -12,8 +13,9 @@ HERE = Path(__file__).resolve().parent
 # Document (and run the examples against) the checkout this file belongs to.
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-import skcalib  # noqa: E402
 from api_page import write_api_page  # noqa: E402
+
+import skcalib  # noqa: E402
 
 project = "skcalib"
 author = "skcalib developers"
@@ -87,5 +89,31 @@ def _skip_member(app, what, name, obj, skip, options):
     return None
 
 
+# A bare name ending in "_" (``n_features_in_`` in "ndarray of shape
+# (n_features_in_,)", the scikit-learn convention) is a hyperlink reference
+# in reStructuredText. Escape such names outside literals and markup.
+_MARKUP = re.compile(r"(``.*?``|`[^`]*`_{0,2}|\*\*.*?\*\*|:\w+:`[^`]*`)")
+_TRAILING_UNDERSCORE = re.compile(
+    r"(?<![\w\\`*|])([A-Za-z]\w*[A-Za-z0-9])_(?=[\s,.;:)\]]|$)"
+)
+
+
+def _escape_trailing_underscores(app, what, name, obj, options, lines):
+    in_code = False
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith((">>>", "...")) or stripped.startswith(".. "):
+            in_code = stripped.startswith((".. code", ".. math", ".. plot"))
+            continue
+        if in_code and (not stripped or line.startswith("   ")):
+            continue
+        in_code = False
+        parts = _MARKUP.split(line)
+        for j in range(0, len(parts), 2):
+            parts[j] = _TRAILING_UNDERSCORE.sub(r"\1\\_", parts[j])
+        lines[i] = "".join(parts)
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_member)
+    app.connect("autodoc-process-docstring", _escape_trailing_underscores)

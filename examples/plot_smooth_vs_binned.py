@@ -95,6 +95,8 @@ ax.set(
     ylabel="calibration error",
     title="Logistic regression: binned ECE moves with the bins",
 )
+ax.set_xticks(bin_counts, labels=bin_counts)
+ax.minorticks_off()
 ax.legend(ncols=2, fontsize="small")
 plt.show()
 

@@ -484,26 +484,27 @@ def check_label_chunk(y_true):
     -------
     classes : ndarray of shape (1,) or (2,)
         Sorted distinct labels of the chunk.
-    index : ndarray of shape (n_samples,), dtype intp
-        Position of each label in ``classes`` (0 or 1).
+    index : ndarray of shape (n_samples,), dtype uint8
+        Position of each label in ``classes`` (0 or 1); one byte per sample
+        keeps large chunks cheap.
     """
     y_true = _check_y_true(y_true)
     kind = y_true.dtype.kind
     if kind == "b":
-        index = y_true.astype(np.intp)
+        index = y_true.view(np.uint8)
         has_true = bool(index.any())
         has_false = not bool(index.all())
         if has_true and has_false:
             return np.array([False, True]), index
-        return np.array([has_true]), np.zeros(y_true.shape[0], dtype=np.intp)
+        return np.array([has_true]), np.zeros(y_true.shape[0], dtype=np.uint8)
     if kind in "iuf":
         lo, hi = y_true.min(), y_true.max()
         if lo == hi:
-            return np.array([lo]), np.zeros(y_true.shape[0], dtype=np.intp)
+            return np.array([lo]), np.zeros(y_true.shape[0], dtype=np.uint8)
         top = y_true == hi
         n_top = int(np.count_nonzero(top))
         if n_top + int(np.count_nonzero(y_true == lo)) == y_true.shape[0]:
-            return np.array([lo, hi]), top.astype(np.intp)
+            return np.array([lo, hi]), top.view(np.uint8)
     try:
         classes, index = np.unique(y_true, return_inverse=True)
     except TypeError as exc:  # mixed types in y_true, e.g. ["a", 1]
@@ -513,4 +514,50 @@ def check_label_chunk(y_true):
             f"y_true has {classes.shape[0]} classes but a binary problem is expected; "
             f"found labels {classes[:5].tolist()}."
         )
-    return classes, index.astype(np.intp, copy=False)
+    return classes, index.astype(np.uint8)
+
+
+def encode_class_labels(y, *, name="y"):
+    """Sorted distinct class labels of ``y`` and the index of each label in them.
+
+    Integer-valued numeric labels spanning a small range take a sort-free path
+    (counting), so that millions of labels encode in a few milliseconds.
+    Continuous (non-integer float) targets, NaN and mixed types are rejected.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+    index : ndarray of shape (n_samples,), dtype intp
+    """
+    y = column_or_1d(np.asarray(y), warn=True)
+    if y.shape[0] == 0:
+        raise ValueError(f"{name} is empty; at least one sample is required.")
+    kind = y.dtype.kind
+    if kind == "b":
+        y = y.astype(np.intp)
+    if kind == "f":
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"{name} contains NaN or infinity.")
+        if np.any(y != np.round(y)):
+            raise ValueError(
+                f"Unknown label type: continuous {name}. Class labels are expected, "
+                "not a regression target."
+            )
+    if kind in "biuf":
+        lo, hi = y.min(), y.max()
+        if hi - lo < 2**20:
+            offset = (y - lo).astype(np.intp)
+            present = np.flatnonzero(np.bincount(offset))
+            lookup = np.zeros(int(hi - lo) + 1, dtype=np.intp)
+            lookup[present] = np.arange(present.shape[0])
+            classes = (present + lo).astype(y.dtype)
+            if kind == "b":
+                classes = classes.astype(bool)
+            return classes, lookup[offset]
+    if kind == "O" and any(v is None for v in y):
+        raise ValueError(f"{name} contains None.")
+    try:
+        classes, index = np.unique(y, return_inverse=True)
+    except TypeError:
+        raise TypeError(f"{name} mixes label types that cannot be compared.") from None
+    return classes, index.astype(np.uint8)

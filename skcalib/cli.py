@@ -195,8 +195,6 @@ def _pick(table, wanted, candidates, what, option):
 
 def _as_float_column(values, name):
     arr = np.asarray(values)
-    if arr.dtype.kind in "biuf":
-        return arr.astype(np.float64)
     try:
         return arr.astype(np.float64)
     except ValueError:
@@ -242,7 +240,8 @@ def read_predictions(
         A CSV (header line required; ``,``, ``;``, tab or ``|`` separated),
         ``.npy`` (2-D array: column 0 the labels, the rest probabilities;
         columns are named ``"0"``, ``"1"``, ...), ``.npz`` (arrays by name, a
-        2-D array counts as one column per class) or Parquet file.
+        2-D array counts as one column per class; an optional ``classes``
+        array gives the label of each probability column) or Parquet file.
     y_true : str, default=None
         Label column. ``None`` tries ``y_true``, ``y``, ``label``, ``target``
         and ``class``.
@@ -260,15 +259,29 @@ def read_predictions(
     -------
     y_true : ndarray of shape (n_samples,)
     y_proba : ndarray of shape (n_samples,) or (n_samples, n_columns)
+        When the probability columns are named after the classes (``cat``,
+        ``dog``, or ``p_cat``, ``p_dog``), they are reordered to follow the
+        sorted labels, as ``predict_proba`` does.
     sample_weight : ndarray of shape (n_samples,) or None
     info : dict
-        Column names used and the class labels in column order, when the
-        probability columns are named after the classes.
+        Column names used, and ``"labels"``: the sorted class labels when the
+        probability columns are named after the classes (else ``None``).
 
     Raises
     ------
     InputError
         A subclass of ``ValueError`` with a one-line message.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from skcalib.cli import read_predictions
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "preds.csv"
+    >>> lines = ["label,p_a,p_b", "b,0.2,0.8", "a,0.6,0.4"]
+    >>> _ = path.write_text(chr(10).join(lines))
+    >>> y, proba, weight, info = read_predictions(path, y_true="label")
+    >>> y.tolist(), proba.shape, info["labels"]
+    (['b', 'a'], (2, 2), ['a', 'b'])
     """
     path = Path(path)
     suffix = path.suffix.lower() if file_type is None else "." + file_type.lower()
@@ -284,7 +297,7 @@ def read_predictions(
             _pick(table, c, (), "probabilities", "--y-proba") for c in y_proba
         ]
     else:
-        rest = [n for n in table if n not in (label_col, weight_col)]
+        rest = [n for n in table if n not in (label_col, weight_col, "classes")]
         lowered = {n.lower(): n for n in rest}
         named = [lowered[c] for c in _PROBA_CANDIDATES if c in lowered]
         proba_cols = named[:1] if named else rest
@@ -325,6 +338,19 @@ def read_predictions(
         names = _labels_from_columns(proba_cols, label_strings.tolist())
         if names is not None:
             class_names = _convert_like(names, y)
+    if proba.ndim == 2 and "classes" in table and "classes" not in proba_cols:
+        # An .npz may store ``estimator.classes_``: the label of each column.
+        class_names = np.asarray(table["classes"]).reshape(-1)
+        if class_names.shape[0] != proba.shape[1]:
+            raise InputError(
+                f"'classes' has {class_names.shape[0]} labels but there are "
+                f"{proba.shape[1]} probability columns."
+            )
+    if class_names is not None:
+        # Columns in sorted-label order, as ``predict_proba`` returns them, so
+        # that the default positive class is the greater label.
+        order = np.argsort(class_names, kind="stable")
+        proba, class_names = proba[:, order], class_names[order]
     info = {
         "file": str(path),
         "y_true_column": label_col,
@@ -497,7 +523,23 @@ def compute_report(
 
     Returns
     -------
-    dict
+    report : dict
+        Every number, JSON-serialisable (``report["metrics"]``).
+    curve : SmoothCalibrationCurve
+        The smooth reliability curve behind ``report["metrics"]["smooth_ece"]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.cli import compute_report, format_table
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=2000)
+    >>> y = rng.uniform(size=2000) < p ** 2
+    >>> report, curve = compute_report(y, p, n_bootstrap=20, kde_max_samples=500)
+    >>> report["metrics"]["smooth_ece"]["ci"] is not None
+    True
+    >>> print(format_table(report).splitlines()[0])
+    2000 samples, binary, positive label True
     """
     from sklearn.metrics import brier_score_loss, log_loss
 
@@ -592,11 +634,14 @@ def compute_report(
         + (f" on a subsample of {kde_max_samples} rows" if sub is not None else "")
     )
     pick = (lambda a: a) if sub is None else (lambda a: a[sub])
+    # Risk alignment rather than likelihood: the likelihood bandwidth is tuned
+    # to the density of the scores and is often too small for the L1 plug-in,
+    # which is then biased upward.
     kde = metrics.kde_calibration_error(
         pick(y_c),
         pick(p_c),
         p=1,
-        bandwidth="mle",
+        bandwidth="risk",
         labels=class_idx,
         return_details=True,
         **({"sample_weight": pick(w)} if weighted else {}),
@@ -606,6 +651,7 @@ def compute_report(
         "value": float(kde.value),
         "p": 1,
         "multi_class": "canonical",
+        "bandwidth_selector": "risk",
         "bandwidth": float(kde.bandwidth),
         "effective_sample_size_min": float(kde.effective_sample_size_min),
         "effective_sample_size_median": float(kde.effective_sample_size_median),
@@ -675,7 +721,19 @@ def _fmt(x, digits=4):
 
 
 def format_table(report, *, title=None):
-    """The metrics table printed by ``skcalib report``."""
+    """The metrics table printed by ``skcalib report``.
+
+    Parameters
+    ----------
+    report : dict
+        The first output of :func:`compute_report`.
+    title : str, default=None
+        A first line.
+
+    Returns
+    -------
+    str
+    """
     m = report["metrics"]
     lines = []
     if title:
@@ -1033,6 +1091,12 @@ def main(argv=None):
     -------
     int
         0 on success, 2 on bad input (one-line message on stderr).
+
+    Examples
+    --------
+    >>> from skcalib.cli import main
+    >>> main(["report", "no-such-file.csv", "--quiet"])
+    2
     """
     parser = build_parser()
     args = parser.parse_args(argv)

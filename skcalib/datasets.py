@@ -134,13 +134,35 @@ def _perturbed_tables(problem, h):
     return (nodes, weights, *_integrate_f(nodes, problem, h))
 
 
-@lru_cache(maxsize=16)
-def _interpolation_table(problem, h):
+# Largest interpolation grid; beyond it (h < ~2**-9) values are computed at the
+# requested points directly.
+_MAX_GRID = 2**16
+
+
+def _grid_size(h):
     # Uniform grid fine enough for linear interpolation of η_h
     # (|η_h''| <= 3 / (2 h²)): error <= (step² / 8) 3 / (2 h²) <= 1e-5.
     step = min(2.0**-11, h * np.sqrt(16.0 / 3.0 * 1e-5))
-    grid = np.linspace(0.0, 1.0, int(np.ceil(1.0 / step)) + 1)
+    return int(np.ceil(1.0 / step)) + 1
+
+
+@lru_cache(maxsize=16)
+def _interpolation_table(problem, h):
+    grid = np.linspace(0.0, 1.0, _grid_size(h))
     return (grid, *_integrate_f(grid, problem, h))
+
+
+def _perturbed_values(s, problem, h):
+    """``(q(s), η_h(s))`` at arbitrary points (clipped to [0, 1])."""
+    if _grid_size(h) <= _MAX_GRID:
+        grid, q, eta = _interpolation_table(problem, h)
+        return np.interp(s, grid, q), np.interp(s, grid, eta)
+    flat = np.clip(s.ravel(), 0.0, 1.0)
+    order = np.argsort(flat)
+    q = np.empty_like(flat)
+    eta = np.empty_like(flat)
+    q[order], eta[order] = _integrate_f(flat[order], problem, h)
+    return q.reshape(s.shape), eta.reshape(s.shape)
 
 
 def calibration_function(s, *, problem="u2", perturbation_scale=None):
@@ -172,8 +194,7 @@ def calibration_function(s, *, problem="u2", perturbation_scale=None):
     s = np.asarray(s, dtype=np.float64)
     if h is None:
         return np.asarray(_ETA[problem](s), dtype=np.float64)
-    grid, _, eta = _interpolation_table(problem, h)
-    return np.interp(s, grid, eta)
+    return _perturbed_values(s, problem, h)[1]
 
 
 def score_density(s, *, problem="u2", perturbation_scale=None):
@@ -190,8 +211,7 @@ def score_density(s, *, problem="u2", perturbation_scale=None):
     s = np.asarray(s, dtype=np.float64)
     if h is None:
         return np.where((s >= 0) & (s <= 1), 1.0, 0.0)
-    grid, q, _ = _interpolation_table(problem, h)
-    return np.where((s >= 0) & (s <= 1), np.interp(s, grid, q), 0.0)
+    return np.where((s >= 0) & (s <= 1), _perturbed_values(s, problem, h)[0], 0.0)
 
 
 def true_calibration_error(problem="u2", *, perturbation_scale=None):

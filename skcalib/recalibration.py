@@ -51,6 +51,7 @@ from ._validation import (
     check_real,
     check_sample_weight,
     check_sigma,
+    encode_class_labels,
 )
 
 __all__ = ["KernelRecalibrator", "RecalibratedClassifier"]
@@ -71,19 +72,18 @@ def _as_2d(X):
     return X
 
 
-def _resolve_classes(y, n_classes):
+def _resolve_classes(present, n_classes):
     """Class labels for the columns of a probability matrix with ``n_classes`` columns.
 
     All labels present: they are the classes, sorted. Fewer labels than columns
     (e.g. a fold where a class is absent) is only understood when the labels
     are column indices, integers in ``[0, n_classes)``.
     """
-    present = np.unique(y)
     if present.shape[0] == n_classes:
         return present
     if (
         present.shape[0] < n_classes
-        and present.dtype.kind in "biu"
+        and present.dtype.kind in "biuf"
         and present.min() >= 0
         and present.max() < n_classes
     ):
@@ -114,9 +114,9 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    method : {"auto", "classwise", "canonical"}, default="auto"
-        ``"auto"`` is the grid map for binary problems and ``"canonical"`` for
-        three or more classes. ``"classwise"``: one binary grid map per class
+    method : {"auto", "grid", "classwise", "canonical"}, default="auto"
+        ``"auto"`` is the grid map for binary problems (``"grid"``, binary
+        only) and ``"canonical"`` for three or more classes. ``"classwise"``: one binary grid map per class
         (one-vs-rest) applied to that class's column, then rows renormalised;
         for a binary problem it is the binary map. ``"canonical"`` with two
         classes uses the Beta kernel (the two-class Dirichlet).
@@ -129,6 +129,18 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ``"mle"`` maximises the leave-one-out kernel density likelihood,
         ``"risk"`` uses risk alignment, and a float > 0 is ``b``. Note that a
         float means ``sigma`` for grid maps and ``b`` for the Dirichlet kernel.
+    pseudo_count : float, default=1.0
+        Weight (in the units of ``sample_weight``, which count as frequencies)
+        of a pseudo-observation with an even label
+        distribution (1/2 each for binary maps, ``1/K`` each for the Dirichlet
+        kernel) added to the kernel sums at every point, as in the
+        Krichevsky-Trofimov estimator: ``(sum_i w_i K(f, f_i) e_{y_i} + c u) /
+        (sum_i w_i K(f, f_i) + c)`` with ``c`` the kernel's own peak mass for
+        ``pseudo_count`` samples. Where calibration data are plentiful it has no
+        visible effect; where they are few (tails, small calibration sets) it
+        keeps the map away from 0 and 1 and from the noise of one or two
+        labels, which is what the log-loss punishes most. ``0`` gives the plain
+        Nadaraya-Watson estimator.
     eps : float, default=1e-7
         Output probabilities are clipped to ``[eps, 1 - eps]`` (and rows then
         renormalised), so that the log-loss of a recalibrated model is finite.
@@ -144,6 +156,12 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     bandwidth_ : float or ndarray of shape (n_classes,)
         Bandwidth used: ``sigma`` of the grid map, ``b`` of the Dirichlet
         kernel, or one ``sigma`` per class for ``"classwise"``.
+    maps_ : list
+        Fitted grid maps (one, or one per class for ``"classwise"``); grid
+        methods only.
+    calibration_points_ : tuple of ndarray
+        ``(P, y_index, sample_weight)`` of the calibration data, which the
+        Dirichlet smoother needs at transform time; canonical method only.
     bandwidth_scores_ : ndarray or list of ndarray or None
         Criterion (leave-one-out log-loss, or the ``"mle"``/``"risk"``
         criteria) at each candidate bandwidth when one was selected.
@@ -181,15 +199,30 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     least 40 grid steps per ``sigma``; relative error ~1e-4 against direct
     kernel sums), and when a point is so isolated that the remaining kernel
     mass is below 1e-12 of the peak, its prediction is the label of its nearest
-    neighbour (the exact limit of a Gaussian estimator). Candidates are 19
+    neighbour (the exact limit of a Gaussian estimator). Candidates are 13
     log-spaced values in ``[2**-10, 0.5]``, refined by a bounded Brent search;
-    above ``2**17`` samples the loss is averaged over an evenly spaced subset
+    above ``2**16`` samples the loss is averaged over an evenly spaced subset
     of the points (their neighbours are still all the points).
 
-    **Where there are no data.** The map is the ratio of kernel sums where the
-    kernel mass is above 1e-12 of its maximum; elsewhere it is interpolated
-    between the nearest reliable grid nodes (constant beyond the extreme
-    ones), the limit of the exact estimator.
+    **Leave-one-out bandwidth (canonical).** ``bandwidth="auto"`` minimises
+    the leave-one-out log-loss ``-mean_j log R_{-j}[y_j]`` of the Dirichlet
+    smoother over the candidate grid of
+    :func:`skcalib.metrics.kde_calibration_error` (15 log-spaced values in
+    ``[1e-5, 0.1]`` and 0.2, ..., 1.0), exactly (O(m^2 K) per candidate) on a
+    random subsample of ``m = 3000`` points (fixed seed) when there are more;
+    the bandwidth then suits a sample of that size. ``"mle"`` and ``"risk"``
+    are the ECE-KDE selectors (a density criterion and risk alignment).
+
+    **Where there are no data.** With ``pseudo_count > 0`` the map tends to
+    the even split (1/2, or ``1/K``) far from all calibration data. With
+    ``pseudo_count=0`` it is the ratio of kernel sums where the kernel mass is
+    above 1e-12 of its maximum; elsewhere it is interpolated between the
+    nearest reliable grid nodes (constant beyond the extreme ones), the limit
+    of the exact estimator, and a leave-one-out prediction with no reliable
+    mass is the nearest other sample's label.
+
+    The pseudo-observation is an addition to the plain Nadaraya-Watson map;
+    the leave-one-out criterion includes it (it is part of the estimator).
 
     ``fit_transform`` returns the in-sample recalibration of the calibration
     data (not leave-one-out); the labels are never read by :meth:`transform`.
@@ -212,9 +245,18 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     array([1., 1.])
     """
 
-    def __init__(self, *, method="auto", bandwidth="auto", eps=1e-7, n_jobs=None):
+    def __init__(
+        self,
+        *,
+        method="auto",
+        bandwidth="auto",
+        pseudo_count=1.0,
+        eps=1e-7,
+        n_jobs=None,
+    ):
         self.method = method
         self.bandwidth = bandwidth
+        self.pseudo_count = pseudo_count
         self.eps = eps
         self.n_jobs = n_jobs
 
@@ -273,35 +315,40 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : KernelRecalibrator
         """
-        eps = check_real(self.eps, "eps", low=0.0, high=0.5, include_low=False,
-                         include_high=False)
+        eps = check_real(
+            self.eps, "eps", low=0.0, high=0.5, include_low=False, include_high=False
+        )
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is "
                 "None."
             )
         P = self._check_X(X, reset=True)
-        y = column_or_1d(y, warn=True)
-        if y.shape[0] != P.shape[0]:
+        present, y_idx = encode_class_labels(y)
+        if y_idx.shape[0] != P.shape[0]:
             raise ValueError(
                 f"X and y have inconsistent numbers of samples: {P.shape[0]} and "
-                f"{y.shape[0]}."
+                f"{y_idx.shape[0]}."
             )
-        check_classification_targets(y)
         n, K = P.shape
-        self.classes_ = _resolve_classes(y, K)
-        y_idx = np.searchsorted(self.classes_, y)
+        # Weights count as frequencies (integer weights = repeated rows), so
+        # the pseudo-observation's share of the total weight is c / sum(w).
         w = check_sample_weight(sample_weight, n)
+        prior = check_real(self.pseudo_count, "pseudo_count", low=0.0) / w.sum()
+        self.classes_ = _resolve_classes(present, K)
+        if self.classes_ is not present:  # labels are column indices
+            y_idx = present[y_idx].astype(np.intp)
         method = self._resolve_method(K)
         bandwidth = self._check_bandwidth(method)
         self.method_ = method
         if method == "canonical":
-            self._fit_canonical(P, y_idx, w, bandwidth, eps)
+            self._fit_canonical(P, y_idx, w, bandwidth, eps, prior)
         else:
             cols = [1] if method == "grid" else range(K)
             fits = [
-                self._fit_grid((y_idx == k).astype(np.float64), P[:, k], w, bandwidth,
-                               eps)
+                self._fit_grid(
+                    (y_idx == k).astype(np.float64), P[:, k], w, bandwidth, eps, prior
+                )
                 for k in cols
             ]
             self.maps_ = [m for m, _ in fits]
@@ -312,25 +359,34 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self
 
     @staticmethod
-    def _fit_grid(y, s, w, bandwidth, eps):
+    def _fit_grid(y, s, w, bandwidth, eps, prior):
         stats = calibration_statistics(y, s, w)
         scores = None
         if bandwidth == "auto":
-            sigma, info = _rc.select_sigma_loo(stats, y, s, w, eps)
+            sigma, info = _rc.select_sigma_loo(stats, y, s, w, eps, prior=prior)
             scores = info["scores"]
         elif bandwidth == "smece":
             # sigma* -> 0 on exactly calibrated data; the finest grid bounds it.
             sigma = max(solve_sigma(stats, GridGeometry("l1")), _rc.SIGMA_GRID[0])
         else:
             sigma = bandwidth
-        return _rc.fit_grid_map(stats, sigma), scores
+        return _rc.fit_grid_map(stats, sigma, prior), scores
 
-    def _fit_canonical(self, P, y_idx, w, bandwidth, eps):
+    def _fit_canonical(self, P, y_idx, w, bandwidth, eps, prior):
         self.bandwidth_scores_ = None
+        self._prior = prior
         if bandwidth == "auto":
+            # On a subsample of m points the same pseudo-observation is a
+            # larger share of the (subsample's) total weight.
+            m = min(P.shape[0], _DIRICHLET_MAX_SAMPLES)
             b, info = _rc.select_dirichlet_loo(
-                P, y_idx, w, eps, grid=BANDWIDTH_GRID,
+                P,
+                y_idx,
+                w,
+                eps,
+                grid=BANDWIDTH_GRID,
                 max_samples=_DIRICHLET_MAX_SAMPLES,
+                prior=prior * P.shape[0] / m,
             )
             self.bandwidth_scores_ = info["scores"]
         elif bandwidth in ("mle", "risk"):
@@ -339,14 +395,18 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 # map (e.g. b = 1 on a nearly calibrated model).
                 warnings.simplefilter("ignore", UserWarning)
                 b, info = select_dirichlet_bandwidth(
-                    P, y_idx, w, bandwidth, max_samples=_DIRICHLET_MAX_SAMPLES,
+                    P,
+                    y_idx,
+                    w,
+                    bandwidth,
+                    max_samples=_DIRICHLET_MAX_SAMPLES,
                     n_jobs=self.n_jobs,
                 )
             self.bandwidth_scores_ = info["scores"]
         else:
             b = bandwidth
         self.bandwidth_ = float(b)
-        self.train_ = (P, y_idx, w)
+        self.calibration_points_ = (P, y_idx, w)
 
     def transform(self, X):
         """Recalibrated probabilities.
@@ -371,17 +431,20 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         eps = float(self.eps)
         if self.method_ == "grid":
             q = np.clip(self.maps_[0](P[:, 1]), eps, 1.0 - eps)
-            out = q[:, None] if self.n_features_in_ == 1 else np.column_stack(
-                [1.0 - q, q]
+            out = (
+                q[:, None]
+                if self.n_features_in_ == 1
+                else np.column_stack([1.0 - q, q])
             )
             return out
         if self.method_ == "classwise":
             Q = np.column_stack([m(P[:, k]) for k, m in enumerate(self.maps_)])
         else:
-            F, y_idx, w = self.train_
-            Q = dirichlet_nw(
-                F, y_idx, w, P, self.bandwidth_, n_jobs=self.n_jobs
-            ).ratio
+            F, y_idx, w = self.calibration_points_
+            res = dirichlet_nw(F, y_idx, w, P, self.bandwidth_, n_jobs=self.n_jobs)
+            Q = _rc.dirichlet_prior_mix(
+                res.ratio, res.log_density, P, self.bandwidth_, self._prior
+            )
         Q = _rc.finalize_proba(Q, eps)
         return Q[:, 1:] if self.n_features_in_ == 1 else Q
 
@@ -399,8 +462,10 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 def _is_one_dimensional(calibrator):
     """Calibrators that take one column (sklearn tags), e.g. IsotonicRegression."""
-    tags = get_tags(calibrator).input_tags
-    return not tags.two_d_array
+    try:
+        return not get_tags(calibrator).input_tags.two_d_array
+    except (AttributeError, TypeError):  # not a BaseEstimator: assume a matrix
+        return False
 
 
 def _full_proba(estimator, X, classes):
@@ -445,9 +510,12 @@ def _apply_calibrators(calibrators, P):
                 f"{(n, n_classes)}."
             )
     else:
-        cols = [np.asarray(c.transform(P[:, k if n_classes > 2 else 1]),
-                           dtype=np.float64).reshape(-1)
-                for k, c in enumerate(calibrators)]
+        cols = [
+            np.asarray(
+                c.transform(P[:, k if n_classes > 2 else 1]), dtype=np.float64
+            ).reshape(-1)
+            for k, c in enumerate(calibrators)
+        ]
         if n_classes == 2:
             Q = np.column_stack([1.0 - cols[0], cols[0]])
         else:
@@ -460,8 +528,7 @@ def _apply_calibrators(calibrators, P):
     Q = np.clip(Q, 0.0, 1.0)
     total = Q.sum(axis=1, keepdims=True)
     # All-zero rows (every one-vs-rest calibrator says 0): no information left.
-    return np.divide(Q, total, out=np.full_like(Q, 1.0 / n_classes),
-                     where=total > 0)
+    return np.divide(Q, total, out=np.full_like(Q, 1.0 / n_classes), where=total > 0)
 
 
 class _CalibratedPair:
@@ -478,8 +545,9 @@ class _CalibratedPair:
         )
 
 
-def _fit_pair(estimator, calibrator, X, y, y_idx, train, test, classes,
-              sample_weight, fit_params):
+def _fit_pair(
+    estimator, calibrator, X, y, y_idx, train, test, classes, sample_weight, fit_params
+):
     params_train = _check_method_params(X, params=fit_params, indices=train)
     estimator.fit(_safe_indexing(X, train), _safe_indexing(y, train), **params_train)
     P = _full_proba(estimator, _safe_indexing(X, test), classes)
@@ -570,8 +638,9 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     3
     """
 
-    def __init__(self, estimator=None, *, calibrator=None, cv=None, ensemble="auto",
-                 n_jobs=None):
+    def __init__(
+        self, estimator=None, *, calibrator=None, cv=None, ensemble="auto", n_jobs=None
+    ):
         self.estimator = estimator
         self.calibrator = calibrator
         self.cv = cv
@@ -623,8 +692,9 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         ):
             missing = [m for m in needed if not hasattr(obj, m)]
             if missing:
-                raise TypeError(f"{name} must implement {' and '.join(needed)}; "
-                                f"{obj!r} does not.")
+                raise TypeError(
+                    f"{name} must implement {' and '.join(needed)}; {obj!r} does not."
+                )
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
         if self.classes_.shape[0] < 2:
@@ -637,14 +707,16 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             sample_weight = check_sample_weight(sample_weight, y_idx.shape[0])
 
         if _routing_enabled():
-            routed = process_routing(self, "fit", sample_weight=sample_weight,
-                                     **fit_params)
+            routed = process_routing(
+                self, "fit", sample_weight=sample_weight, **fit_params
+            )
             est_params = routed.estimator.fit
             split_params = routed.splitter.split
         else:
             est_params = dict(fit_params)
-            if sample_weight is not None and has_fit_parameter(estimator,
-                                                               "sample_weight"):
+            if sample_weight is not None and has_fit_parameter(
+                estimator, "sample_weight"
+            ):
                 est_params["sample_weight"] = sample_weight
             split_params = {}
 
@@ -654,9 +726,13 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             ensemble = not frozen
         if frozen:
             P = _full_proba(estimator, X, self.classes_)
-            self.calibrated_classifiers_ = [_CalibratedPair(
-                estimator, _fit_calibrator(calibrator, P, y_idx, sample_weight),
-                self.classes_)]
+            self.calibrated_classifiers_ = [
+                _CalibratedPair(
+                    estimator,
+                    _fit_calibrator(calibrator, P, y_idx, sample_weight),
+                    self.classes_,
+                )
+            ]
         else:
             cv = check_cv(self.cv, y, classifier=True)
             n_folds = cv.get_n_splits(X, y, **split_params)
@@ -669,21 +745,38 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             if ensemble:
                 self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
                     delayed(_fit_pair)(
-                        clone(estimator), calibrator, X, y, y_idx, train, test,
-                        self.classes_, sample_weight, est_params,
+                        clone(estimator),
+                        calibrator,
+                        X,
+                        y,
+                        y_idx,
+                        train,
+                        test,
+                        self.classes_,
+                        sample_weight,
+                        est_params,
                     )
                     for train, test in cv.split(X, y, **split_params)
                 )
             else:
                 est = clone(estimator)
                 P = cross_val_predict(
-                    est, X, y, cv=cv, method="predict_proba", n_jobs=self.n_jobs,
+                    est,
+                    X,
+                    y,
+                    cv=cv,
+                    method="predict_proba",
+                    n_jobs=self.n_jobs,
                     params=est_params,
                 )
                 est.fit(X, y, **est_params)
-                self.calibrated_classifiers_ = [_CalibratedPair(
-                    est, _fit_calibrator(calibrator, P, y_idx, sample_weight),
-                    self.classes_)]
+                self.calibrated_classifiers_ = [
+                    _CalibratedPair(
+                        est,
+                        _fit_calibrator(calibrator, P, y_idx, sample_weight),
+                        self.classes_,
+                    )
+                ]
 
         first = self.calibrated_classifiers_[0].estimator
         if not hasattr(first, "predict_proba"):

@@ -63,8 +63,12 @@ def test_chunks_match_in_memory(weighted):
     assert abs(value - ref) <= 1e-6
     assert abs(sigma - ref_sigma) <= 1e-6
     for sig in (0.01, 0.1):
-        assert abs(acc.smooth_ece(sigma=sig) - smooth_ece(y, s, sigma=sig,
-                                                       sample_weight=w)) < 1e-10
+        assert (
+            abs(
+                acc.smooth_ece(sigma=sig) - smooth_ece(y, s, sigma=sig, sample_weight=w)
+            )
+            < 1e-10
+        )
 
 
 def test_matches_brute_force_kernel_sums():
@@ -123,8 +127,9 @@ def test_binned_exact_on_grid_aligned_edges(norm, n_bins):
     s[n_bins + 1 : 2 * n_bins + 2] = np.clip(e - 1e-7, 0, 1)
     w = rng.exponential(size=s.shape[0])
     acc = _fit(y, s, w)
-    value, bins = acc.binned_calibration_error(n_bins=n_bins, norm=norm,
-                                               return_bins=True)
+    value, bins = acc.binned_calibration_error(
+        n_bins=n_bins, norm=norm, return_bins=True
+    )
     # documented edges: k / n_bins rounded to a multiple of 2**-16
     edges = np.round(e * 2**16) / 2**16
     np.testing.assert_array_equal(bins["edges"], edges)
@@ -138,8 +143,9 @@ def test_binned_exact_on_grid_aligned_edges(norm, n_bins):
 def test_binned_debias_and_counts():
     y, s = _problem(5000, seed=9)
     acc = _fit(y, s)
-    value, bins = acc.binned_calibration_error(n_bins=8, norm="l2", debias=True,
-                                               squared=True, return_bins=True)
+    value, bins = acc.binned_calibration_error(
+        n_bins=8, norm="l2", debias=True, squared=True, return_bins=True
+    )
     b = np.minimum((s * 8).astype(int), 7)
     gap = [y[b == k].mean() - s[b == k].mean() for k in range(8)]
     cnt = np.bincount(b, minlength=8)
@@ -288,6 +294,7 @@ from skcalib.metrics import StreamingCalibrationBound  # noqa: E402
 
 
 def _two_pass(y, s, h, chunk=25_000, **kw):
+    """Pass 1 then pass 2 over the same chunks."""
     sb = StreamingCalibrationBound(perturbation_scale=h, **kw)
     for i in range(0, y.shape[0], chunk):
         sb.partial_fit(y[i : i + chunk], s[i : i + chunk])
@@ -298,8 +305,9 @@ def _two_pass(y, s, h, chunk=25_000, **kw):
 
 def test_stream_folds_deterministic_and_balanced():
     whole = stream_folds(0, 100_000, 7, 5)
-    parts = np.concatenate([stream_folds(0, 30_001, 7, 5),
-                            stream_folds(30_001, 69_999, 7, 5)])
+    parts = np.concatenate(
+        [stream_folds(0, 30_001, 7, 5), stream_folds(30_001, 69_999, 7, 5)]
+    )
     np.testing.assert_array_equal(whole, parts)
     freq = np.bincount(whole, minlength=5) / whole.shape[0]
     assert np.all(np.abs(freq - 0.2) < 0.005)
@@ -308,8 +316,9 @@ def test_stream_folds_deterministic_and_balanced():
 
 def test_two_pass_terms_match_brute_force_window():
     h = 2**-4
-    d = make_calibration_problem(3000, problem="overconfident",
-                                 perturbation_scale=h, random_state=3)
+    d = make_calibration_problem(
+        3000, problem="overconfident", perturbation_scale=h, random_state=3
+    )
     y, s = d.y_true.astype(float), d.y_proba
     sb = _two_pass(d.y_true, s, h, chunk=700, random_state=0)
     b = sb.result()
@@ -341,8 +350,9 @@ def test_two_pass_terms_match_brute_force_window():
     "problem, h", [("u2", 2**-4), ("overconfident", 2**-5), ("wiggle", 2**-6)]
 )
 def test_two_pass_bound_covers_true_ce(problem, h):
-    d = make_calibration_problem(200_000, problem=problem, perturbation_scale=h,
-                                 random_state=11)
+    d = make_calibration_problem(
+        200_000, problem=problem, perturbation_scale=h, random_state=11
+    )
     b = _two_pass(d.y_true, d.y_proba, h, chunk=50_000, random_state=0).result()
     assert b.lower <= d.calibration_error <= b.upper
     assert b.upper - d.calibration_error < 0.035  # informative, not just <= 1
@@ -354,18 +364,21 @@ def test_two_pass_bound_coverage_over_seeds():
     h = 2**-5
     misses = 0
     for seed in range(12):
-        d = make_calibration_problem(60_000, problem="overconfident",
-                                     perturbation_scale=h, random_state=seed)
-        b = _two_pass(d.y_true, d.y_proba, h, chunk=30_000,
-                      random_state=seed, delta=0.05).result()
+        d = make_calibration_problem(
+            60_000, problem="overconfident", perturbation_scale=h, random_state=seed
+        )
+        b = _two_pass(
+            d.y_true, d.y_proba, h, chunk=30_000, random_state=seed, delta=0.05
+        ).result()
         misses += not (b.lower <= d.calibration_error <= b.upper)
     assert misses == 0  # expected misses are well below 1 (the bound is loose)
 
 
 def test_two_pass_partitions_merge():
     h = 2**-4
-    d = make_calibration_problem(40_000, problem="u2", perturbation_scale=h,
-                                 random_state=2)
+    d = make_calibration_problem(
+        40_000, problem="u2", perturbation_scale=h, random_state=2
+    )
     y, s = d.y_true, d.y_proba
     whole = _two_pass(y, s, h, chunk=40_000, random_state=5)
     a = StreamingCalibrationBound(perturbation_scale=h, random_state=5)
@@ -405,3 +418,81 @@ def test_two_pass_errors():
         StreamingCalibrationBound(perturbation_scale=0.1).partial_fit(
             [0, 1, 2], [0.1, 0.2, 0.3]
         )
+
+
+def test_tv_kept_subset_is_data_independent_bottom_k():
+    d = make_calibration_problem(30_000, problem="u2", random_state=0)
+    y, s = d.y_true, d.y_proba
+    a = _two_pass(y, s, None, chunk=7_000, method="tv", max_train=5_000, random_state=3)
+    b = _two_pass(
+        y, s, None, chunk=30_000, method="tv", max_train=5_000, random_state=3
+    )
+    from skcalib._backend.distributed import stream_priority
+
+    pr = stream_priority(0, 30_000, a.seed_)
+    want = np.sort(np.argsort(pr)[:5_000])
+    for acc in (a, b):
+        kept_s = acc.kept_[1][0]
+        np.testing.assert_array_equal(np.sort(kept_s), np.sort(s[want]))
+
+
+def test_tv_validation_terms_match_isotonic_reference():
+    from sklearn.isotonic import IsotonicRegression
+
+    d = make_calibration_problem(20_000, problem="overconfident", random_state=6)
+    y, s = d.y_true.astype(float), d.y_proba
+    sb = _two_pass(
+        d.y_true,
+        s,
+        None,
+        chunk=6_000,
+        method="tv",
+        assume="monotone",
+        max_train=8_000,
+        random_state=2,
+    )
+    b = sb.result()
+    from skcalib._backend.distributed import stream_priority
+
+    fold = stream_folds(0, 20_000, sb.seed_, 5)
+    kept = np.argsort(stream_priority(0, 20_000, sb.seed_))[:8_000]
+    for k in range(5):
+        tr = kept[fold[kept] != k]
+        iso = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")
+        iso.fit(s[tr], y[tr])
+        # step extension: value at the closest training score at or below
+        order = np.argsort(s[tr], kind="stable")
+        st, vt = s[tr][order], iso.predict(s[tr][order])
+        sv = s[fold == k]
+        j = np.clip(np.searchsorted(st, sv, side="right") - 1, 0, st.shape[0] - 1)
+        ref = np.mean(np.abs(sv - vt[j]))
+        got = b.per_fold[k]["terms"]["validation_error"]
+        assert got == pytest.approx(ref, abs=1e-9)
+        assert b.per_fold[k]["n_train"] == tr.shape[0]
+
+
+@pytest.mark.parametrize(
+    "problem, assume", [("u2", None), ("overconfident", "monotone"), ("step", None)]
+)
+def test_tv_two_pass_bound_covers_true_ce(problem, assume):
+    d = make_calibration_problem(150_000, problem=problem, random_state=21)
+    V = 1.0 if assume else d.total_variation
+    b = _two_pass(
+        d.y_true,
+        d.y_proba,
+        None,
+        chunk=50_000,
+        method="tv",
+        variation=V,
+        assume=assume,
+        max_train=60_000,
+        random_state=0,
+    ).result()
+    assert b.lower <= d.calibration_error <= b.upper
+    assert b.upper < 0.5
+    assert set(b.terms) == {
+        "validation_error",
+        "validation_deviation",
+        "tv_estimation",
+        "tv_transfer",
+    }

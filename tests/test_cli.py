@@ -230,6 +230,24 @@ def test_csv_multiclass_columns_named_after_classes(tmp_path, names):
     assert (out / "reliability.png").stat().st_size > 10_000
 
 
+def test_csv_binary_two_columns_named_in_reverse_order(tmp_path):
+    y, p = binary_sample(n=600, seed=9)
+    words = np.where(y == 1, "yes", "no")
+    rows = zip(words, p, 1 - p, strict=True)  # P(yes) first, P(no) second
+    f = write_csv(tmp_path / "r.csv", ["answer", "yes", "no"], rows)
+    out = tmp_path / "o"
+    result = run_cli("report", f, "--y-true", "answer", "--out", out, *FAST)
+    assert result.returncode == 0, result.stderr
+    report = load_report(out)
+    assert report["kind"] == "binary" and report["pos_label"] == "yes"
+    assert report["metrics"]["brier_score"]["value"] == pytest.approx(
+        np.mean((p - y) ** 2), abs=1e-9
+    )
+    assert report["metrics"]["binned_ece_uniform"]["value"] == pytest.approx(
+        ece_uniform_bins(y, p), abs=1e-9
+    )
+
+
 def test_csv_multiclass_integer_labels_in_sorted_column_order(tmp_path):
     y, P = multiclass_sample(k=4, seed=5)
     rows = [[lab, *row] for lab, row in zip(y, P, strict=True)]
@@ -257,6 +275,22 @@ def test_npz_and_npy_inputs(tmp_path):
         report = load_report(out)
         assert report["n_classes"] == 3
         assert report["metrics"]["log_loss"]["value"] == pytest.approx(ll, abs=1e-12)
+
+
+def test_npz_classes_array_orders_the_columns(tmp_path):
+    y, P = multiclass_sample(n=500, seed=11)
+    names = np.array(["bird", "cat", "dog"])
+    order = [1, 2, 0]  # columns stored as cat, dog, bird
+    np.savez(
+        tmp_path / "c.npz", y_true=names[y], y_proba=P[:, order], classes=names[order]
+    )
+    out = tmp_path / "o"
+    result = run_cli("report", tmp_path / "c.npz", "--out", out, *FAST)
+    assert result.returncode == 0, result.stderr
+    report = load_report(out)
+    assert report["input"]["labels"] == ["bird", "cat", "dog"]
+    ll = -np.mean(np.log(P[np.arange(len(y)), y]))
+    assert report["metrics"]["log_loss"]["value"] == pytest.approx(ll, abs=1e-12)
 
 
 def test_sample_weight_column(tmp_path):

@@ -40,18 +40,27 @@ def _problem(n, seed=0):
 
 def test_dask_arrays_equal_numpy(client):
     y, s, w = _problem(120_000)
-    yd = da.from_array(y, chunks=25_000)
-    sd = da.from_array(s, chunks=40_000)  # different chunking: rows realigned
+    yd = da.from_array(y, chunks=40_000)
+    sd = da.from_array(s, chunks=50_000)  # different chunking: rows realigned
     wd = da.from_array(w, chunks=30_000)
     assert abs(smooth_ece(yd, sd) - smooth_ece(y, s)) < 1e-6
-    assert abs(smooth_ece(yd, sd, sample_weight=wd) - smooth_ece(y, s, sample_weight=w)) < 1e-6
-    assert abs(smooth_ece(yd, sd, sigma=0.03) - smooth_ece(y, s, sigma=0.03)) < 1e-10
+    got = smooth_ece(yd, sd, sample_weight=wd, sigma=0.03)
+    assert abs(got - smooth_ece(y, s, sample_weight=w, sigma=0.03)) < 1e-10
     # numpy labels with dask scores
     assert abs(smooth_ece(y, sd, sigma=0.03) - smooth_ece(y, s, sigma=0.03)) < 1e-10
-    for norm in ("l1", "l2", "max"):
-        got = binned_calibration_error(yd, sd, n_bins=16, norm=norm, sample_weight=wd)
-        ref = binned_calibration_error(y, s, n_bins=16, norm=norm, sample_weight=w)
+    # exact bins for any count: scores on the edges k / 15 (and 1.0)
+    s_edge = s.copy()
+    s_edge[:16] = np.arange(16) / 15
+    sd_edge = da.from_array(s_edge, chunks=50_000)
+    for n_bins in (15, "cbrt"):
+        got, bins = binned_calibration_error(
+            yd, sd_edge, n_bins=n_bins, norm="l2", sample_weight=wd, return_bins=True
+        )
+        ref, ref_bins = binned_calibration_error(
+            y, s_edge, n_bins=n_bins, norm="l2", sample_weight=w, return_bins=True
+        )
         assert got == pytest.approx(ref, rel=1e-10)
+        np.testing.assert_array_equal(bins["count"], ref_bins["count"])
     curve = smooth_calibration_curve(yd, sd)
     ref = smooth_calibration_curve(y, s)
     assert abs(curve.smece - ref.smece) < 1e-6
@@ -79,7 +88,8 @@ def test_blocks_are_not_gathered():
 
     with __import__("dask").config.set(scheduler="sync"):
         total = map_reduce_blocks(
-            func, lambda a, b: a + b,
+            func,
+            lambda a, b: a + b,
             (da.from_array(y, chunks=1000), da.from_array(s, chunks=1000), None),
             split_every=3,
         )
@@ -119,11 +129,15 @@ def test_dask_nw_bound_equals_two_pass_stream(client):
     from skcalib.metrics import StreamingCalibrationBound, calibration_error_bound
 
     h = 2**-4
-    d = make_calibration_problem(60_000, problem="u2", perturbation_scale=h,
-                                 random_state=1)
+    d = make_calibration_problem(
+        60_000, problem="u2", perturbation_scale=h, random_state=1
+    )
     b = calibration_error_bound(
-        da.from_array(d.y_true, chunks=17_000), da.from_array(d.y_proba, chunks=13_000),
-        method="nw", perturbation_scale=h, random_state=0,
+        da.from_array(d.y_true, chunks=17_000),
+        da.from_array(d.y_proba, chunks=13_000),
+        method="nw",
+        perturbation_scale=h,
+        random_state=0,
     )
     # same fold hash seed as the dask path draws from random_state=0
     seed = int(np.random.default_rng(0).integers(0, 2**63))
@@ -134,4 +148,93 @@ def test_dask_nw_bound_equals_two_pass_stream(client):
     assert b.lower == pytest.approx(ref.lower, rel=1e-10)
     assert b.lower <= d.calibration_error <= b.upper
     with pytest.raises(ValueError, match="method='nw'"):
-        calibration_error_bound(da.from_array(d.y_true), da.from_array(d.y_proba))
+        calibration_error_bound(
+            da.from_array(d.y_true), da.from_array(d.y_proba), method="lipschitz"
+        )
+    with pytest.raises(ValueError, match="perturbation_scale"):
+        calibration_error_bound(
+            da.from_array(d.y_true), da.from_array(d.y_proba), method="nw"
+        )
+
+
+def test_dask_tv_bound_equals_two_pass_stream(client):
+    from skcalib.datasets import make_calibration_problem
+    from skcalib.metrics import StreamingCalibrationBound, calibration_error_bound
+
+    d = make_calibration_problem(50_000, problem="overconfident", random_state=4)
+    b = calibration_error_bound(
+        da.from_array(d.y_true, chunks=12_000),
+        da.from_array(d.y_proba, chunks=12_000),
+        method="tv",
+        assume="monotone",
+        random_state=1,
+    )
+    seed = int(np.random.default_rng(1).integers(0, 2**63))
+    sb = StreamingCalibrationBound(method="tv", assume="monotone", random_state=seed)
+    sb.partial_fit(d.y_true, d.y_proba).partial_validate(d.y_proba)
+    assert b.upper == pytest.approx(sb.result().upper, rel=1e-10)
+    assert b.lower <= d.calibration_error <= b.upper
+
+
+def _n_jobs_paths():
+    """Every public n_jobs path, as (name, call(n_jobs) -> array of results)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from skcalib import select_perturbation_scale
+    from skcalib.metrics import calibration_error_bound, kde_calibration_error
+    from skcalib.recalibration import KernelRecalibrator, RecalibratedClassifier
+
+    y, s, _ = _problem(1500, seed=6)
+    rng = np.random.default_rng(7)
+    X = np.column_stack([np.log(s / (1 - s)), rng.normal(size=1500)])
+    P = np.column_stack([1 - s, s])
+    return [
+        (
+            "calibration_error_bound",
+            lambda j: np.array(
+                [
+                    calibration_error_bound(
+                        y, s, method="tv", n_jobs=j, random_state=0
+                    ).upper
+                ]
+            ),
+        ),
+        (
+            "kde_calibration_error",
+            lambda j: np.array([kde_calibration_error(y, s, n_jobs=j)]),
+        ),
+        (
+            "KernelRecalibrator",
+            lambda j: KernelRecalibrator(n_jobs=j).fit(P, y).transform(P),
+        ),
+        (
+            "RecalibratedClassifier",
+            lambda j: (
+                RecalibratedClassifier(LogisticRegression(), cv=3, n_jobs=j)
+                .fit(X, y)
+                .predict_proba(X)
+            ),
+        ),
+        (
+            "select_perturbation_scale",
+            lambda j: np.asarray(
+                select_perturbation_scale(
+                    LogisticRegression(),
+                    X,
+                    y,
+                    cv=3,
+                    n_jobs=j,
+                    random_state=0,
+                    bound_method=None,
+                ).scores
+            ),
+        ),
+    ]
+
+
+def test_every_n_jobs_path_under_joblib_dask_backend(client):
+    for name, call in _n_jobs_paths():
+        seq = call(None)
+        with joblib.parallel_backend("dask"):
+            par = call(-1)
+        np.testing.assert_allclose(par, seq, rtol=1e-12, atol=0, err_msg=name)

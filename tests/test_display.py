@@ -18,6 +18,8 @@ from sklearn.svm import LinearSVC  # noqa: E402
 
 from skcalib.display import (  # noqa: E402
     BinnedReliabilityDisplay,
+    CalibrationBoundDisplay,
+    PerturbationDisplay,
     SmoothReliabilityDisplay,
 )
 from skcalib.metrics import smooth_calibration_curve  # noqa: E402
@@ -127,6 +129,9 @@ def test_rcparams_unchanged():
         y, P, multi_class="classwise", density_panel=True, despine=True
     )
     BinnedReliabilityDisplay.from_predictions(y, P, density_panel=True)
+    yb, s = _binary(n=1000)
+    CalibrationBoundDisplay.from_predictions(yb, s, random_state=0)
+    PerturbationDisplay.from_result(_scale_result())
     after = matplotlib.rcParams.copy()
     assert before.keys() == after.keys()
     changed = [k for k in before if before[k] != after[k]]
@@ -147,6 +152,9 @@ def test_density_panel_created_and_reused():
     )
     assert other.density_ax_ is dax and len(disp.figure_.axes) == n_axes
     assert len(dax.lines) == 2
+    # A curve added without the panel leaves the shared x label on the panel.
+    SmoothReliabilityDisplay.from_predictions(y, p**2, ax=disp.ax_)
+    assert disp.ax_.get_xlabel() == ""
     with pytest.raises(TypeError, match="density_panel"):
         SmoothReliabilityDisplay.from_predictions(y, p, density_panel="yes")
 
@@ -380,8 +388,6 @@ def _square_problem(n, seed=0):
 
 
 def test_bound_display_terms_and_references():
-    from skcalib.display import CalibrationBoundDisplay
-
     y, s = _square_problem(20000)
     disp = CalibrationBoundDisplay.from_predictions(
         y, s, lipschitz=2.0, true_ce=1 / 6, n_bins=10, random_state=0
@@ -408,8 +414,6 @@ def test_bound_display_terms_and_references():
 
 
 def test_bound_display_default_methods_and_binary_only():
-    from skcalib.display import CalibrationBoundDisplay
-
     y, s = _square_problem(3000)
     assert CalibrationBoundDisplay.from_predictions(y, s, random_state=0).methods == [
         "tv"
@@ -428,8 +432,6 @@ def test_bound_display_default_methods_and_binary_only():
 
 
 def test_bound_display_sample_sizes():
-    from skcalib.display import CalibrationBoundDisplay
-
     y, s = _square_problem(16000)
     fig, ax = plt.subplots()
     disp = CalibrationBoundDisplay.from_sample_sizes(
@@ -482,8 +484,6 @@ def _scale_result(with_bounds=True):
 
 
 def test_perturbation_display_from_result():
-    from skcalib.display import PerturbationDisplay
-
     disp = PerturbationDisplay.from_result(_scale_result())
     np.testing.assert_array_equal(disp.line_.get_xdata(), [2.0**-6, 2.0**-4, 2.0**-2])
     np.testing.assert_allclose(disp.line_.get_ydata(), [0.91, 0.90, 0.82])
@@ -508,7 +508,6 @@ def test_perturbation_display_from_result():
 
 def test_perturbation_display_from_estimator():
     from skcalib.perturbation import select_perturbation_scale
-    from skcalib.display import PerturbationDisplay
 
     X, y = make_classification(n_samples=1500, random_state=0)
     kwargs = dict(scales=[2.0**-7, 2.0**-3], cv=3, bound_method="tv", random_state=0)
@@ -517,3 +516,34 @@ def test_perturbation_display_from_estimator():
     np.testing.assert_allclose(disp.line_.get_ydata(), ref.score_mean)
     np.testing.assert_allclose(disp.bound_line_.get_ydata(), ref.bound_upper)
     assert disp.recommended_scale == ref.recommended_scale
+
+
+def test_logit_metric_curve_and_density_label():
+    y, p = _binary(n=2000)
+    disp = SmoothReliabilityDisplay.from_predictions(
+        y, p, metric="logit", density_panel=True
+    )
+    ref = smooth_calibration_curve(y, p, metric="logit")
+    np.testing.assert_array_equal(disp.line_.get_xdata(), ref.scores)
+    np.testing.assert_array_equal(disp.line_.get_ydata(), ref.y_smooth)
+    assert disp.density_ax_.get_ylabel() == "Density (logit)"
+    assert disp.metric == "logit"
+
+
+def test_from_cv_results_classwise_folds_share_panels():
+    X, y = make_classification(
+        n_samples=900, n_classes=3, n_informative=5, random_state=0
+    )
+    cv = cross_validate(
+        LogisticRegression(), X, y, cv=2, return_estimator=True, return_indices=True
+    )
+    disp = SmoothReliabilityDisplay.from_cv_results(cv, X, y, multi_class="classwise")
+    assert disp.ax_.shape == (3,) and len(disp.line_) == 6
+    assert disp.class_label == [0, 1, 2, 0, 1, 2]
+    for k, ax in enumerate(disp.ax_):
+        on_panel = [line for line in disp.line_ if line.axes is ax]
+        assert len(on_panel) == 2  # one curve per fold
+        values = [disp.smece[i] for i in (k, k + 3)]
+        assert on_panel[0].get_label() == (
+            f"smECE = {np.mean(values):.3f} ± {np.std(values):.3f}"
+        )

@@ -589,3 +589,16 @@ def test_scorer_in_cross_val_score():
     clf = LogisticRegression().fit(X[:300], y[:300])
     direct = kde_calibration_error(y[300:], clf.predict_proba(X[300:]))
     assert scorer(clf, X[300:], y[300:]) == pytest.approx(-direct, abs=1e-14)
+
+
+def test_selector_subsamples_large_inputs_deterministically():
+    y, F = _data(500, 3, seed=26)
+    w = np.ones(500)
+    b1, info1 = select_dirichlet_bandwidth(F, y, w, "mle", max_samples=200)
+    b2, info2 = select_dirichlet_bandwidth(F, y, w, "mle", max_samples=200)
+    assert info1["n_used"] == 200 and b1 == b2
+    np.testing.assert_array_equal(info1["scores"], info2["scores"])
+    # The criterion is that of the subsample itself.
+    idx = np.sort(np.random.default_rng(0).choice(500, size=200, replace=False))
+    _, info3 = select_dirichlet_bandwidth(F[idx], y[idx], w[idx], "mle")
+    np.testing.assert_allclose(info1["scores"], info3["scores"], rtol=1e-12)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binning import BinTable
+from .binning import BinTable, assign_bins
 from .grid import statistics_from_cells
 
 # Moments per cell and label slot: sum w, sum w theta, sum w theta^2,
@@ -67,7 +67,7 @@ def add_cell_moments(out, slot, s, w=None):
             if slot:
                 key += M + 1
         else:
-            key += (M + 1) * slot[start:stop]
+            key += np.multiply(slot[start:stop], M + 1, dtype=np.intp)
         if w is None:
             acc[0] += np.bincount(key, minlength=size)
             acc[1] += np.bincount(key, weights=theta, minlength=size)
@@ -125,26 +125,48 @@ def grid_bin_table(moments, pos_slot, n_bins):
     """
     M = moments.shape[2]
     node = grid_bin_edges(n_bins, M)
-    starts = node[:-1]
-    keep_edges = np.flatnonzero(np.diff(node) > 0)
-    per_cell = moments.sum(axis=1)
-    c = np.arange(M, dtype=np.float64)
-    weight_sum = per_cell[0]
-    score_sum = (c * weight_sum + per_cell[1]) / M
-    label_sum = moments[0, pos_slot] if pos_slot is not None else np.zeros(M)
-    cols = np.stack([weight_sum, per_cell[4], label_sum, score_sum, per_cell[3]])
-    sums = np.zeros((5, n_bins), dtype=np.float64)
-    sums[:, keep_edges] = np.add.reduceat(cols, starts[keep_edges], axis=1)
-    keep = sums[0] > 0
-    sw = sums[0, keep]
+    nonempty = np.flatnonzero(np.diff(node) > 0)
+    score_sum = (np.arange(M) * moments[0] + moments[1]) / M
+    per_cell = np.stack([moments[0], score_sum, moments[4], moments[3]])
+    sums = np.zeros((N_BIN_SUMS, N_SLOTS, n_bins), dtype=np.float64)
+    sums[:, :, nonempty] = np.add.reduceat(per_cell, node[nonempty], axis=2)
+    return bin_table_from_sums(sums, pos_slot, node / M)
+
+
+# Exact per-bin sums per label slot: sum w, sum w s, sum w^2, count.
+N_BIN_SUMS = 4
+
+
+def add_bin_sums(out, slot, s, w, edges):
+    """Add one chunk's per-bin sums (bins of :func:`.binning.assign_bins`)."""
+    n_bins = out.shape[2]
+    key = assign_bins(s, edges)
+    if np.ndim(slot):
+        key += np.multiply(slot, n_bins, dtype=np.intp)
+    elif slot:
+        key += n_bins
+    size = N_SLOTS * n_bins
+    w = np.ones(s.shape[0]) if w is None else w
+    for i, v in enumerate((w, w * s, w * w)):
+        out[i] += np.bincount(key, weights=v, minlength=size).reshape(N_SLOTS, n_bins)
+    out[3] += np.bincount(key, minlength=size).reshape(N_SLOTS, n_bins)
+    return out
+
+
+def bin_table_from_sums(sums, pos_slot, edges):
+    """The :class:`.binning.BinTable` of sums from :func:`add_bin_sums`."""
+    total = sums.sum(axis=1)
+    keep = total[0] > 0
+    sw = total[0, keep]
+    label = sums[0, pos_slot, keep] if pos_slot is not None else np.zeros(sw.shape)
     return BinTable(
-        edges=node / M,
+        edges=edges,
         index=np.flatnonzero(keep),
         weight=sw,
-        weight_sq=sums[1, keep],
-        mean_label=sums[2, keep] / sw,
-        mean_score=sums[3, keep] / sw,
-        count=np.rint(sums[4, keep]).astype(np.int64),
+        weight_sq=total[2, keep],
+        mean_label=label / sw,
+        mean_score=total[1, keep] / sw,
+        count=np.rint(total[3, keep]).astype(np.int64),
     )
 
 
@@ -166,7 +188,22 @@ def _merge_all(merge, *parts):
     return out
 
 
-def map_reduce_blocks(func, merge, arrays, *, split_every=8, shared=None, offsets=False):
+def _broadcast(obj):
+    """``obj`` as a graph input: scattered once to every worker when a
+    distributed client is active (keeps large objects out of the graph)."""
+    import dask
+
+    try:
+        from distributed import get_client
+
+        return get_client().scatter(obj, broadcast=True)
+    except (ImportError, ValueError):  # no distributed client
+        return dask.delayed(obj)
+
+
+def map_reduce_blocks(
+    func, merge, arrays, *, split_every=8, shared=None, offsets=False
+):
     """Apply ``func`` to aligned row blocks of dask arrays, tree-reduce with ``merge``.
 
     Parameters
@@ -217,7 +254,7 @@ def map_reduce_blocks(func, merge, arrays, *, split_every=8, shared=None, offset
         aligned.append(a.rechunk(chunks).to_delayed().ravel())
     n_blocks = len(rows)
     fn = dask.delayed(func, pure=True)
-    head = [] if shared is None else [dask.delayed(shared)]
+    head = [] if shared is None else [_broadcast(shared)]
     starts = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(int).tolist()
     parts = [
         fn(
@@ -356,12 +393,12 @@ def nw_g(count, m1, m2, lip1, lip2):
     return np.where(count > 0, np.minimum(g, 1.0), 1.0)
 
 
-def select_window_cells(sums, candidates, lip1, lip2):
+def select_window_cells(prefix, candidates, lip1, lip2):
     """Window half-width (in cells) minimising the mean of ``g`` over the
     training points, evaluated at the cell centres (uses the training part
-    only)."""
-    weight = sums[0] / sums[0].sum()
-    prefix = cell_prefix_sums(sums)
+    only; ``prefix`` from :func:`cell_prefix_sums`)."""
+    weight = np.diff(prefix["n"]).astype(np.float64)
+    weight /= weight.sum()
     best, best_crit = candidates[0], np.inf
     for r in candidates:
         count, _, p0, q0 = cell_window_tables(prefix, int(r))
@@ -395,7 +432,9 @@ def moments_by_group(values, group, n_groups):
     n = np.bincount(group, minlength=n_groups).astype(np.float64)
     mean = np.bincount(group, weights=values, minlength=n_groups) / np.maximum(n, 1)
     dev = values - mean[group]
-    return np.stack([n, mean, np.bincount(group, weights=dev * dev, minlength=n_groups)])
+    return np.stack(
+        [n, mean, np.bincount(group, weights=dev * dev, minlength=n_groups)]
+    )
 
 
 def merge_moments(a, b):
@@ -406,3 +445,29 @@ def merge_moments(a, b):
     mean = a[1] + delta * b[0] / safe
     m2 = a[2] + b[2] + delta * delta * a[0] * b[0] / safe
     return np.stack([n, mean, m2])
+
+
+def stream_priority(start, n, seed):
+    """Uniform [0, 1) priority of each stream position, independent of
+    :func:`stream_folds` (another hash key): keeping the samples of smallest
+    priority selects a random subset that does not depend on the data."""
+    key = _splitmix64(np.array([seed ^ 0x5DEECE66D], dtype=np.uint64))[0]
+    pos = np.arange(start, start + n, dtype=np.uint64) ^ key
+    return (_splitmix64(pos) >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def keep_smallest(priority, columns, k):
+    """The (at most) ``k`` rows of smallest priority, in increasing priority."""
+    if priority.shape[0] > k:
+        idx = np.argpartition(priority, k - 1)[:k]
+        priority = priority[idx]
+        columns = [c[idx] for c in columns]
+    order = np.argsort(priority, kind="stable")
+    return priority[order], [c[order] for c in columns]
+
+
+def step_extension(s_sorted, values, s):
+    """Value of the training point closest at or below each ``s`` (the first
+    one below the range)."""
+    j = np.searchsorted(s_sorted, s, side="right") - 1
+    return values[np.clip(j, 0, s_sorted.shape[0] - 1)]

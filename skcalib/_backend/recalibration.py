@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize_scalar
+from scipy.special import expit
 
 from .grid import bin_positions, coarsen, grid_points, grid_size, reflected_smooth
-from .kernels import periodized_gaussian
+from .kernels import clip_simplex, dirichlet_log_normalizer, periodized_gaussian
 
 __all__ = [
     "GridMap",
@@ -33,18 +34,23 @@ __all__ = [
 # Candidate bandwidths of the leave-one-out search (then refined between the
 # neighbours of the best one). Below 2**-10 the finest grid (2**16 cells)
 # no longer resolves the kernel with enough steps.
-SIGMA_GRID = np.geomspace(2.0**-10, 0.5, 19)
+SIGMA_GRID = np.geomspace(2.0**-10, 0.5, 13)
 # Kernel mass below this fraction of the largest one is too close to the FFT
 # round-off (~1e-16 of it) for a ratio: the estimate is not formed there.
 _RELIABLE = 1e-12
 # Above this many samples, the leave-one-out criterion is averaged over an
 # evenly spaced subset of the points (the smoother itself uses all of them).
-MAX_LOO_POINTS = 2**17
+MAX_LOO_POINTS = 2**16
 
 
 def _interp(values, idx, theta):
     left = np.take(values, idx)
     return left + theta * (np.take(values, idx + 1) - left)
+
+
+def _prior_density(prior, sigma):
+    """Kernel mass of ``prior`` (a share of the total weight) placed at ``t``."""
+    return prior / (sigma * np.sqrt(2.0 * np.pi))
 
 
 @dataclass(frozen=True)
@@ -59,16 +65,21 @@ class GridMap:
         Kernel sums ``sum_i w_i K(t, s_i) y_i`` and ``sum_i w_i K(t, s_i)`` at
         the grid nodes ``t = j / M``, divided by ``sum_i w_i``.
     fill : ndarray of shape (M + 1,)
-        ``num / den`` where the kernel mass is reliable; elsewhere linear
-        interpolation between reliable nodes and constant beyond the last one
-        (the limit of the exact Gaussian Nadaraya-Watson estimator far from the
-        data, where the nearest points dominate).
+        Without a prior: ``num / den`` where the kernel mass is reliable;
+        elsewhere linear interpolation between reliable nodes and constant
+        beyond the last one (the limit of the exact Gaussian Nadaraya-Watson
+        estimator far from the data, where the nearest points dominate).
+    prior : float
+        Kernel mass ``p K(t, t)`` of a pseudo-observation of label 1/2 and
+        weight ``p`` (a share of the total weight) added at every ``t``:
+        ``(num + prior / 2) / (den + prior)``. Zero for the plain estimator.
     """
 
     sigma: float
     num: np.ndarray
     den: np.ndarray
     fill: np.ndarray
+    prior: float = 0.0
 
     @property
     def M(self):
@@ -80,6 +91,9 @@ class GridMap:
         idx, theta = bin_positions(s, self.M)
         den = _interp(self.den, idx, theta)
         num = _interp(self.num, idx, theta)
+        if self.prior > 0:
+            out = (num + 0.5 * self.prior) / (den + self.prior)
+            return np.clip(out, 0.0, 1.0, out=out)
         ok = den > _RELIABLE * self.den.max()
         out = np.divide(num, den, out=num, where=ok)
         if not ok.all():
@@ -96,7 +110,7 @@ def _smoothed(stats, sigma):
     return M, sm[:, 0], sm[:, 1]
 
 
-def fit_grid_map(stats, sigma):
+def fit_grid_map(stats, sigma, prior=0.0):
     """Reflected-Gaussian Nadaraya-Watson map from fine-grid statistics.
 
     Parameters
@@ -106,6 +120,9 @@ def fit_grid_map(stats, sigma):
         columns, ``sum w`` and ``sum w*y``, are used).
     sigma : float
         Bandwidth > 0.
+    prior : float, default=0
+        Weight (as a share of the total weight) of a pseudo-observation of
+        label 1/2 added at every point, with the kernel's peak value.
 
     Returns
     -------
@@ -115,7 +132,7 @@ def fit_grid_map(stats, sigma):
     ok = den > _RELIABLE * den.max()
     t = grid_points(M)
     fill = np.interp(t, t[ok], num[ok] / den[ok])
-    return GridMap(float(sigma), num, den, fill)
+    return GridMap(float(sigma), num, den, fill, _prior_density(prior, sigma))
 
 
 def _self_kernel(idx, theta, g):
@@ -146,8 +163,11 @@ def nearest_label(s_all, y_all, rows):
     right = order[np.minimum(r + 1, order.shape[0] - 1)]
     dl = np.where(r > 0, s_all[rows] - s_all[left], np.inf)
     dr = np.where(r < order.shape[0] - 1, s_all[right] - s_all[rows], np.inf)
-    return np.where(dl < dr, y_all[left], np.where(dr < dl, y_all[right],
-                    0.5 * (y_all[left] + y_all[right])))
+    return np.where(
+        dl < dr,
+        y_all[left],
+        np.where(dr < dl, y_all[right], 0.5 * (y_all[left] + y_all[right])),
+    )
 
 
 class _LazyNearest:
@@ -162,7 +182,7 @@ class _LazyNearest:
         return self.value
 
 
-def loo_predictions(stats, y, s, w, sigma, rows=None, fallback=None):
+def loo_predictions(stats, y, s, w, sigma, rows=None, fallback=None, prior=0.0):
     """Leave-one-out grid Nadaraya-Watson predictions at the samples.
 
     ``mu_{-i}(s_i)``: the grid estimator fitted without sample ``i`` and read
@@ -182,6 +202,9 @@ def loo_predictions(stats, y, s, w, sigma, rows=None, fallback=None):
     own = wr / total * _self_kernel(idx, theta, periodized_gaussian(M, sigma))
     d = _interp(den, idx, theta) - own
     n = _interp(num, idx, theta) - own * yr
+    if prior > 0:
+        a = _prior_density(prior, sigma)
+        return np.clip((n + 0.5 * a) / (d + a), 0.0, 1.0)
     ok = d > _RELIABLE * den.max()
     out = np.divide(n, d, out=np.zeros_like(d), where=ok)
     if not ok.all():
@@ -192,17 +215,21 @@ def loo_predictions(stats, y, s, w, sigma, rows=None, fallback=None):
     return np.clip(out, 0.0, 1.0)
 
 
-def loo_log_loss(stats, y, s, w, sigma, eps, rows=None, fallback=None):
+def loo_log_loss(stats, y, s, w, sigma, eps, rows=None, fallback=None, prior=0.0):
     """Weighted mean leave-one-out log-loss (predictions clipped to [eps, 1-eps])."""
     rows = np.arange(s.shape[0]) if rows is None else rows
-    p = loo_predictions(stats, y, s, w, sigma, rows, fallback)
+    p = loo_predictions(stats, y, s, w, sigma, rows, fallback, prior)
     # probability given to the observed label
     p = np.where(y[rows] > 0.5, p, 1.0 - p)
     ll = np.log(np.clip(p, eps, 1.0 - eps, out=p), out=p)
-    return float(-np.dot(w[rows], ll) / w[rows].sum())
+    wr = w[rows]
+    # (not np.dot: BLAS threads for a vector sum only add contention)
+    return float(-(wr * ll).sum() / wr.sum())
 
 
-def select_sigma_loo(stats, y, s, w, eps, *, grid=SIGMA_GRID, max_points=MAX_LOO_POINTS):
+def select_sigma_loo(
+    stats, y, s, w, eps, *, grid=SIGMA_GRID, max_points=MAX_LOO_POINTS, prior=0.0
+):
     """Bandwidth minimising the leave-one-out log-loss of the grid map.
 
     The criterion is evaluated on ``grid`` and then minimised (Brent, in
@@ -222,9 +249,15 @@ def select_sigma_loo(stats, y, s, w, eps, *, grid=SIGMA_GRID, max_points=MAX_LOO
     rows = np.arange(0, n, -(-n // max_points))
     fallback = _LazyNearest(s, y, rows)
 
+    fine_m = stats.shape[0] - 1
+    coarse = {}  # the grid size depends on sigma only: coarsen once per size
+
     def crit(log_sigma):
         sigma = float(np.exp(log_sigma))
-        return loo_log_loss(stats, y, s, w, sigma, eps, rows, fallback)
+        M = grid_size(sigma, fine_m)
+        if M not in coarse:
+            coarse[M] = coarsen(stats, M)
+        return loo_log_loss(coarse[M], y, s, w, sigma, eps, rows, fallback, prior)
 
     log_grid = np.log(np.asarray(grid, dtype=np.float64))
     scores = np.array([crit(v) for v in log_grid])
@@ -254,7 +287,26 @@ def finalize_proba(Q, eps):
     return Q
 
 
-def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0):
+def dirichlet_prior_mix(R, log_mass, X, bandwidth, prior):
+    """Mix a pseudo-observation with uniform label distribution into ``R``.
+
+    ``R = sum_i w_i k(x; f_i) e_i / sum_i w_i k(x; f_i)`` becomes
+    ``(m R + c u) / (m + c)`` with ``m = exp(log_mass)`` the kernel mass as a
+    share of the total weight, ``u = 1 / K`` and ``c = prior * k(x; x)`` the
+    mass of a pseudo-observation of weight ``prior`` (a share of the total
+    weight) at ``x`` itself.
+    """
+    if prior <= 0:
+        return R
+    X = clip_simplex(X)
+    log_self = np.einsum("ij,ij->i", np.log(X), X) / bandwidth
+    log_self -= dirichlet_log_normalizer(X, bandwidth)
+    # lam = c / (m + c), formed from log(m) - log(c) without overflow
+    lam = expit(np.log(prior) + log_self - log_mass)
+    return (1.0 - lam)[:, None] * R + (lam / R.shape[1])[:, None]
+
+
+def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0, prior=0.0):
     """Dirichlet bandwidth minimising the leave-one-out log-loss of the smoother.
 
     The loss of sample ``j`` is ``-log R_{-j}[y_j]`` with ``R_{-j}`` the
@@ -281,6 +333,7 @@ def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0):
     Fs, ys, ws = centres.F, centres.y, centres.w
     logX = np.log(Fs)
     shifts = [centres.column_shift(b) for b in grid]
+    total = centres.total_w
     loss = np.zeros(len(grid))
     chunk = default_chunk_size(centres.n)
     for start in range(0, centres.n, chunk):
@@ -291,10 +344,16 @@ def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0):
         for g, b in enumerate(grid):
             L = gram * (1.0 / b)
             L -= shifts[g]
-            R = finalize_proba(chunk_statistics(centres, L, loo)["ratio"], eps)
+            st = chunk_statistics(centres, L, loo)
+            log_mass = st["log_mass"] - np.log(total)
+            R = dirichlet_prior_mix(st["ratio"], log_mass, Fs[sl], b, prior)
+            R = finalize_proba(R, eps)
             loss[g] -= np.dot(ws[sl], np.log(R[rows, ys[sl]]))
     loss /= ws.sum()
     best = int(np.argmin(loss))
-    info = {"grid": np.asarray(grid, dtype=np.float64), "scores": loss,
-            "n_used": centres.n}
+    info = {
+        "grid": np.asarray(grid, dtype=np.float64),
+        "scores": loss,
+        "n_used": centres.n,
+    }
     return float(grid[best]), info

@@ -28,6 +28,7 @@ __all__ = ["DirichletSmootherResult", "dirichlet_nw", "default_chunk_size"]
 # Size of one (chunk, n_train) float64 work array; about three are alive per
 # chunk and per worker.
 _CHUNK_BYTES = 2**25
+_EXP_FLOOR = -700.0
 
 
 def default_chunk_size(n_train, chunk_bytes=_CHUNK_BYTES):
@@ -195,6 +196,9 @@ def chunk_statistics(centres, L, loo=None, *, ratio=True, ess=True, pairs=False)
         m1 = m_ref = L.max(axis=1)
         rho, lead = 1.0, 0.0
     L -= m_ref[:, None]
+    # exp() takes a slow path for arguments that underflow; weights below
+    # e^-700 (1e-304 of the row maximum) cannot change sums that are >= 1.
+    np.maximum(L, _EXP_FLOOR, out=L)
     np.exp(L, out=L)
     g = L
     z = g.sum(axis=1)

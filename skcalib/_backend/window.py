@@ -39,13 +39,29 @@ def window_prefix_sums(s_sorted, y_sorted):
     }
 
 
-def window_moments(s_sorted, prefix, query, half_width):
+def window_moments(s_sorted, prefix, query, half_width, exclude=None):
     """Window statistics of the box kernel at each query point.
+
+    Parameters
+    ----------
+    s_sorted : ndarray of shape (n,)
+        Sorted scores.
+    prefix : dict
+        :func:`window_prefix_sums` of ``s_sorted`` and the labels.
+    query : ndarray
+        Points at which to evaluate the smoother.
+    half_width : float
+    exclude : tuple (mask_cumsum, excluded_prefix), default=None
+        Points of ``s_sorted`` to leave out (e.g. a held-out fold):
+        ``mask_cumsum[i]`` counts excluded points among the first ``i`` and
+        ``excluded_prefix`` holds :func:`window_prefix_sums` of the excluded
+        points. Sums over the remaining points are differences, so one set of
+        prefix sums serves every fold.
 
     Returns
     -------
     count : ndarray of int
-        Number of training points in the window.
+        Number of (non-excluded) points in the window.
     eta : ndarray
         Window mean of ``y`` (the query itself where the window is empty).
     m1, m2 : ndarray
@@ -54,11 +70,18 @@ def window_moments(s_sorted, prefix, query, half_width):
     lo = np.searchsorted(s_sorted, query - half_width, side="left")
     hi = np.searchsorted(s_sorted, query + half_width, side="right")
     count = hi - lo
+    if exclude is not None:
+        mask_cumsum, excluded = exclude
+        elo, ehi = mask_cumsum[lo], mask_cumsum[hi]
+        count = count - (ehi - elo)
     safe = np.maximum(count, 1)
 
     def wsum(key):
         p = prefix[key]
-        return p[hi] - p[lo]
+        total = p[hi] - p[lo]
+        if exclude is not None:
+            total -= excluded[key][ehi] - excluded[key][elo]
+        return total
 
     s1 = wsum("c") + wsum("d")
     s2 = wsum("cc") + wsum("cross")

@@ -90,9 +90,10 @@ class CalibrationBoundDisplay:
 
     Attributes
     ----------
-    bars_ : dict of BarContainer
-        Single-dataset view: the stacked segments, keyed by term group.
-    line_ : list of Line2D
+    bars_ : dict of BarContainer or None
+        Single-dataset view: the stacked segments, keyed by term group
+        (``"estimate"``, ``"concentration"``, ``"approximation"``).
+    line_ : list of Line2D or None
         Size view: the upper bound of each method.
     ece_line_ : Line2D or None
         The binned ECE.
@@ -170,6 +171,7 @@ class CalibrationBoundDisplay:
         if ax is None:
             _, ax = pyplot().subplots()
         self.ax_, self.figure_ = ax, ax.figure
+        self.bars_ = self.line_ = None
         name = self.name if name is None else name
         if self.sample_sizes is None:
             self._plot_terms(ax, bar_kwargs)

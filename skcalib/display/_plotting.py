@@ -404,7 +404,9 @@ class ReliabilityDisplayBase:
         xlabel, ylabel = self._axis_labels()
         ax.set(xlim=(-0.01, 1.01), ylim=(-0.01, 1.01), aspect="equal", ylabel=ylabel)
         if dax is None:
-            ax.set_xlabel(xlabel)
+            # Axes whose tick labels a density panel took over keep none.
+            if ax.xaxis.get_tick_params(which="major").get("labelbottom", True):
+                ax.set_xlabel(xlabel)
         else:
             ax.set_xlabel("")
             ax.tick_params(labelbottom=False)

@@ -49,6 +49,9 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
     multi_class : {None, "top-label", "classwise"}, default=None
         Reduction the curves show (``None`` for a binary problem); sets the
         axis labels.
+    metric : {"l1", "logit"}, default="l1"
+        Scale of the smoothing; with ``"logit"`` the density is per unit of
+        ``logit(s)``, and the density panel says so.
     name : str or list of str, default=None
         Legend name(s).
     pos_label : int, float, bool or str, default=None
@@ -118,6 +121,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         "random_state",
         "n_jobs",
     )
+    _init_keys = ("metric",)
     _plot_keys = (
         "ax",
         "curve_kwargs",
@@ -142,9 +146,11 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         confidence_level=None,
         class_label=None,
         multi_class=None,
+        metric="l1",
         name=None,
         pos_label=None,
     ):
+        self.metric = metric
         self.scores = scores
         self.y_smooth = y_smooth
         self.density = density
@@ -215,6 +221,10 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             despine=despine,
             draw_kwargs={"density_width": density_width},
         )
+
+    @property
+    def _density_label(self):
+        return "Density (logit)" if self.metric == "logit" else "Density"
 
     def _legend_details(self, records):
         out = []

@@ -1,8 +1,14 @@
-"""Streaming calibration metrics: an accumulator of grid sufficient statistics.
+"""Calibration metrics and certified bounds on data larger than memory.
 
-The same statistics, computed per block and summed on the cluster, give the
-dask-array versions of :func:`smooth_ece`, :func:`smooth_calibration_curve` and
-:func:`binned_calibration_error`.
+* :class:`CalibrationAccumulator`: grid sufficient statistics accumulated chunk
+  by chunk (``partial_fit``) and merged across partitions (``merge``).
+* The same statistics, computed per block and summed on the cluster, give the
+  dask-array versions of :func:`smooth_ece`, :func:`smooth_calibration_curve`
+  and :func:`binned_calibration_error` (binary problems; pass dask arrays as
+  ``y_true`` / ``y_proba`` / ``sample_weight``).
+* :class:`StreamingCalibrationBound`: the NW and TV certified bounds from two
+  passes over a stream; :func:`calibration_error_bound` uses it for dask
+  arrays.
 """
 
 from __future__ import annotations
@@ -14,24 +20,35 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 
 from .._backend import smece as _sm
-from .._backend.binning import binned_error
-from .._backend.concentration import empirical_bernstein
+from .._backend.binning import binned_error, uniform_edges
+from .._backend.concentration import (
+    empirical_bernstein,
+    tv_constants,
+    tv_estimation_term,
+    tv_transfer_term,
+)
 from .._backend.distributed import (
+    N_BIN_SUMS,
     N_SLOTS,
+    add_bin_sums,
     add_cell_moments,
     add_fold_cell_sums,
     any_dask,
+    bin_table_from_sums,
     cell_prefix_sums,
     cell_window_tables,
     empty_moments,
     grid_bin_table,
+    keep_smallest,
     map_reduce_blocks,
     merge_moments,
     moments_by_group,
     node_statistics,
     nw_validation_terms,
     select_window_cells,
+    step_extension,
     stream_folds,
+    stream_priority,
 )
 from .._backend.grid import FINE_M
 from .._validation import (
@@ -134,6 +151,12 @@ class CalibrationAccumulator:
         return f"CalibrationAccumulator(n_samples={n})"
 
     # -- accumulation -----------------------------------------------------
+    def _empty(self):
+        return empty_moments(FINE_M)
+
+    def _add(self, slot, s, w):
+        add_cell_moments(self.moments_, slot, s, w)
+
     def _ensure_state(self):
         if hasattr(self, "moments_"):
             return
@@ -152,7 +175,7 @@ class CalibrationAccumulator:
             self.classes_ = labels
         else:
             self.classes_ = np.array([])
-        self.moments_ = empty_moments(FINE_M)
+        self.moments_ = self._empty()
         self.n_samples_ = 0
 
     def _admit(self, classes, name="y_true"):
@@ -160,10 +183,10 @@ class CalibrationAccumulator:
         if self.labels is not None:
             slots = [_position(self.classes_, c) for c in classes]
             if None in slots:
-                bad = [c for c, s in zip(classes, slots) if s is None]
+                bad = [c for c, s in zip(classes, slots, strict=True) if s is None]
                 raise ValueError(
-                    f"{name} contains labels {np.asarray(bad).tolist()} that are not in "
-                    f"labels={self.classes_.tolist()}."
+                    f"{name} contains labels {np.asarray(bad).tolist()} that are "
+                    f"not in labels={self.classes_.tolist()}."
                 )
             return np.asarray(slots)
         seen = self.classes_
@@ -232,7 +255,7 @@ class CalibrationAccumulator:
             slot = index
         else:
             slot = slots[index]
-        add_cell_moments(self.moments_, slot, s, w)
+        self._add(slot, s, w)
         self.n_samples_ += n
         return self
 
@@ -252,9 +275,9 @@ class CalibrationAccumulator:
         -------
         self : CalibrationAccumulator
         """
-        if not isinstance(other, CalibrationAccumulator):
+        if type(other) is not type(self):
             raise TypeError(
-                f"other must be a CalibrationAccumulator, got {type(other).__name__}."
+                f"other must be a {type(self).__name__}, got {type(other).__name__}."
             )
         same_labels = (self.labels is None) == (other.labels is None) and (
             self.labels is None
@@ -385,13 +408,14 @@ class CalibrationAccumulator:
         n_bins = check_int(n_bins, "n_bins", min_val=1)
         check_multi_class(norm, ("l1", "l2", "max"), name="norm")
         if debias and norm != "l2":
-            raise ValueError(f"debias=True is only defined for norm='l2'; got {norm!r}.")
+            raise ValueError(
+                f"debias=True is only defined for norm='l2'; got {norm!r}."
+            )
         if squared and norm != "l2":
             raise ValueError(
                 f"squared=True is only defined for norm='l2'; got {norm!r}."
             )
-        pos, _ = self._slots()
-        table = grid_bin_table(self.moments_, pos, n_bins)
+        table = self._bin_table(n_bins)
         value = binned_error(table, norm, debias)
         if norm == "l2" and not squared:
             value = float(np.sign(value) * np.sqrt(abs(value)))
@@ -406,25 +430,50 @@ class CalibrationAccumulator:
             "mean_score": table.mean_score,
         }
 
+    def _bin_table(self, n_bins):
+        pos, _ = self._slots()
+        return grid_bin_table(self.moments_, pos, n_bins)
+
+
+class _BinAccumulator(CalibrationAccumulator):
+    """Exact per-bin sums for ``n_bins`` uniform bins (any count).
+
+    Bins are assigned exactly as :func:`binned_calibration_error` assigns
+    them; the binned metrics of dask arrays use it.
+    """
+
+    def __init__(self, *, n_bins, pos_label=None, labels=None):
+        super().__init__(pos_label=pos_label, labels=labels)
+        self.n_bins = n_bins
+
+    def _empty(self):
+        return np.zeros((N_BIN_SUMS, N_SLOTS, self.n_bins))
+
+    def _add(self, slot, s, w):
+        add_bin_sums(self.moments_, slot, s, w, uniform_edges(self.n_bins))
+
+    def _bin_table(self, n_bins):
+        pos, _ = self._slots()
+        return bin_table_from_sums(self.moments_, pos, uniform_edges(n_bins))
+
 
 # -- dask arrays -------------------------------------------------------------
-def _block_accumulator(y, p, w, *, pos_label, labels):
-    return CalibrationAccumulator(pos_label=pos_label, labels=labels).partial_fit(
-        y, p, sample_weight=w
-    )
+def _block_accumulator(y, p, w, *, factory):
+    return factory().partial_fit(y, p, sample_weight=w)
 
 
 def _merge_pair(a, b):
     return a.merge(b)
 
 
-def accumulate_dask(y_true, y_proba, *, sample_weight=None, pos_label=None, labels=None):
-    """A :class:`CalibrationAccumulator` of dask arrays, reduced on the cluster.
+def accumulate_dask(y_true, y_proba, *, sample_weight=None, factory):
+    """An accumulator (made by ``factory()``) of dask arrays, reduced on the
+    cluster.
 
-    Each block is validated and reduced to its grid statistics where it lives;
-    only those (a few MB per block) travel, and the blocks are never gathered.
+    Each block is validated and reduced to its statistics where it lives; only
+    those (a few MB per block) travel, and the blocks are never gathered.
     """
-    func = functools.partial(_block_accumulator, pos_label=pos_label, labels=labels)
+    func = functools.partial(_block_accumulator, factory=factory)
     return map_reduce_blocks(func, _merge_pair, (y_true, y_proba, sample_weight))
 
 
@@ -457,66 +506,92 @@ def dask_metric(name, y_true, y_proba, *, sample_weight=None, **kwargs):
         _check_dask_options(
             multi_class, metric, strategy=(kwargs.pop("strategy"), "uniform")
         )
-        n_bins = kwargs.get("n_bins", 15)
+        from ._binned import _n_bins
+
+        kwargs["n_bins"] = _n_bins(kwargs.get("n_bins", 15), y_proba.shape[0])
+        factory = functools.partial(
+            _BinAccumulator,
+            n_bins=kwargs["n_bins"],
+            pos_label=pos_label,
+            labels=labels,
+        )
     else:
         _check_dask_options(multi_class, metric)
-    acc = accumulate_dask(
-        y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
-    )
+    if name != "binned_calibration_error":
+        factory = functools.partial(
+            CalibrationAccumulator, pos_label=pos_label, labels=labels
+        )
+    acc = accumulate_dask(y_true, y_proba, sample_weight=sample_weight, factory=factory)
     if name == "smooth_ece":
         return acc.smooth_ece(**kwargs)
     if name == "smooth_calibration_curve":
         return acc.calibration_curve(**kwargs)
-    if isinstance(n_bins, str):
-        from ._binned import _n_bins
-
-        kwargs["n_bins"] = _n_bins(n_bins, acc.n_samples_)
     return acc.binned_calibration_error(**kwargs)
 
 
-# -- certified NW bound on streamed data ----------------------------------------
+# -- certified bounds on streamed data ------------------------------------------
+_STREAM_METHODS = ("nw", "tv")
+
+
 class StreamingCalibrationBound:
-    """Certified NW bound on the calibration error, from two passes over a stream.
+    """Certified bound on the calibration error, from two passes over a stream.
 
-    The larger-than-memory version of ``calibration_error_bound(method="nw")``
-    for scores produced by the sech perturbation of scale
-    ``perturbation_scale`` (which gives ``|η'| <= 1/(2h)`` and
-    ``|η''| <= 3/(2h²)``). Memory is a few tables of ``2**16`` cells per fold,
-    whatever the number of samples.
+    The larger-than-memory version of :func:`calibration_error_bound` for the
+    ``"nw"`` and ``"tv"`` methods: memory does not grow with the number of
+    samples. Each sample goes to fold ``hash(seed, position) mod n_splits``; the
+    fold depends on the position in the stream and the seed, never on the data.
 
-    * **Pass 1** (:meth:`partial_fit` on every chunk): each sample goes to fold
-      ``hash(seed, position in the stream) mod n_splits`` and adds its count,
-      in-cell position moments and label to its fold's cell sums. The training
-      part of fold ``k`` is the sum over the other folds.
-    * Then, for each fold, the surrogate is the box-kernel Nadaraya–Watson
-      smoother whose window is ``2 r + 1`` whole grid cells around the query's
-      cell, all training points in it weighted equally. Its moments ``m1``,
-      ``m2`` and ``ν = 1/sqrt(count)`` are exact functions of per-cell sums,
-      so the error bound ``g = min(1, L1 |m1| + (L2/2) m2 + ν/2)`` holds as in
-      the in-memory method. ``r`` minimises the mean of ``g`` over the
-      training part (at cell centres): it depends on the training part only.
-    * **Pass 2** (:meth:`partial_validate` on the scores of the same stream,
-      in the same order): every held-out sample contributes ``|η̂(s) - s|``
-      and ``g(s)``; their means and variances give the empirical Bernstein
-      terms. The whole held-out fold is used (no subsample).
+    * **Pass 1** (:meth:`partial_fit` on every chunk) collects what the
+      surrogate ``η̂`` of each fold needs from its training part (the other
+      folds).
+    * **Pass 2** (:meth:`partial_validate` on the scores of the same stream, in
+      the same order): every held-out sample contributes ``|η̂(s) - s|`` (and
+      ``g(s)`` for NW) to running means and variances, which give the empirical
+      Bernstein terms. The whole held-out fold is used (no subsample).
 
-    The fold bound is ``mean|η̂ - s| + BB(δ_f/2) + mean g + BB(δ_f/2)`` with
-    ``δ_f = delta / n_splits``; :meth:`result` reports the mean over folds,
-    valid with probability ``1 - delta`` by a union bound.
+    ``method="nw"`` (scores from the sech perturbation of scale
+    ``perturbation_scale``, so ``|η'| <= 1/(2h)``, ``|η''| <= 3/(2h²)``): pass 1
+    keeps per fold and grid cell (``2**16`` cells) the count, the in-cell
+    position moments and the label sum. The surrogate is the box-kernel
+    Nadaraya–Watson smoother whose window is ``2 r + 1`` whole cells around the
+    query's cell, all training points in it weighted equally: its moments
+    ``m1``, ``m2`` and ``ν = 1/sqrt(count)`` are exact functions of the cell
+    sums, so ``g = min(1, L1 |m1| + (L2/2) m2 + ν/2)`` bounds ``E|η̂ - η|`` as
+    in the in-memory method. ``r`` minimises the mean of ``g`` over the
+    training part (at cell centres). Fold bound:
+    ``mean|η̂ - s| + BB(δ_f/2) + mean g + BB(δ_f/2)``.
 
-    Assumptions: the samples are i.i.d.; the scores come from the sech
-    perturbation of scale ``perturbation_scale``; the second pass sees the
-    same samples in the same order (checked by count only). The fold of a
-    sample depends on its position and the seed, never on its values.
+    ``method="tv"`` (``η`` of total variation at most ``variation``): pass 1
+    keeps the ``max_train`` samples of smallest hash priority (a random subset
+    chosen without looking at the data; all samples if there are fewer). The
+    training part of a fold is the kept samples of the other folds; the exact
+    TV denoiser (or isotonic regression with ``assume="monotone"``) is fitted
+    on it and extended by steps. Fold bound:
+    ``mean|s - η̂| + BB(δ_f/4) + TVB + PTB`` with ``|T|`` the number of kept
+    training samples (DESIGN §4.6).
+
+    With ``δ_f = delta / n_splits``, :meth:`result` reports the mean of the fold
+    bounds, valid with probability ``1 - delta`` by a union bound.
+
+    Assumptions: the samples are i.i.d.; the method's assumption on ``η``
+    holds; the second pass sees the same samples in the same order (checked by
+    count only).
 
     Parameters
     ----------
-    perturbation_scale : float
-        Scale ``h`` of the sech perturbation.
+    method : {"nw", "tv"}, default="nw"
+    perturbation_scale : float, default=None
+        Scale ``h`` of the sech perturbation (required for ``"nw"``).
+    variation : float, default=1.0
+        Bound on the total variation of ``η`` (``"tv"``).
+    assume : {None, "monotone"}, default=None
+        ``"monotone"`` fits isotonic regression (``"tv"`` with variation 1).
     delta : float, default=0.05
         Failure probability.
     n_splits : int, default=5
         Number of folds, >= 2.
+    max_train : int, default=500_000
+        Samples kept in memory for the ``"tv"`` fits.
     pos_label : int, float, bool or str, default=None
     labels : array-like, default=None
         Both class labels (needed when the first chunk holds one class whose
@@ -531,7 +606,7 @@ class StreamingCalibrationBound:
     n_validated_ : int
         Samples seen in pass 2.
     window_cells_ : ndarray of shape (n_splits,)
-        Window half-width ``r`` (in cells) of each fold, after pass 1.
+        NW window half-width ``r`` (in cells) of each fold, after pass 1.
 
     Examples
     --------
@@ -553,16 +628,24 @@ class StreamingCalibrationBound:
     def __init__(
         self,
         *,
-        perturbation_scale,
+        method="nw",
+        perturbation_scale=None,
+        variation=1.0,
+        assume=None,
         delta=0.05,
         n_splits=5,
+        max_train=500_000,
         pos_label=None,
         labels=None,
         random_state=None,
     ):
+        self.method = method
         self.perturbation_scale = perturbation_scale
+        self.variation = variation
+        self.assume = assume
         self.delta = delta
         self.n_splits = n_splits
+        self.max_train = max_train
         self.pos_label = pos_label
         self.labels = labels
         self.random_state = random_state
@@ -570,23 +653,55 @@ class StreamingCalibrationBound:
     def _setup(self):
         from .._validation import check_random_generator, check_real
 
-        self.scale_ = check_real(
-            self.perturbation_scale, "perturbation_scale", low=0.0, include_low=False
-        )
+        check_multi_class(self.method, _STREAM_METHODS, name="method")
+        if self.method == "nw":
+            if self.perturbation_scale is None:
+                raise ValueError("method='nw' needs perturbation_scale.")
+            self.scale_ = check_real(
+                self.perturbation_scale,
+                "perturbation_scale",
+                low=0.0,
+                include_low=False,
+            )
+            self.sums_ = np.zeros((4, self.n_splits, FINE_M), dtype=np.float64)
+        else:
+            if self.assume not in (None, "monotone"):
+                raise ValueError(
+                    f"assume must be None or 'monotone'; got {self.assume!r}."
+                )
+            self.variation_ = check_real(
+                self.variation, "variation", low=0.0, include_low=False
+            )
+            if self.assume == "monotone" and self.variation_ != 1.0:
+                raise ValueError("assume='monotone' fixes the variation to 1.")
+            self.max_train_ = check_int(self.max_train, "max_train", min_val=2)
+            self.kept_ = (np.empty(0), [np.empty(0), np.empty(0), np.empty(0, int)])
         self.delta_ = check_real(
-            self.delta, "delta", low=0.0, high=1.0, include_low=False,
+            self.delta,
+            "delta",
+            low=0.0,
+            high=1.0,
+            include_low=False,
             include_high=False,
         )
         self.n_splits_ = check_int(self.n_splits, "n_splits", min_val=2)
         rng = check_random_generator(self.random_state)
         self.seed_ = int(rng.integers(0, 2**63))
-        self.sums_ = np.zeros((4, self.n_splits_, FINE_M), dtype=np.float64)
         self.n_samples_ = 0
         self.n_validated_ = 0
 
     @property
     def _lips(self):
         return 1.0 / (2.0 * self.scale_), 3.0 / (2.0 * self.scale_**2)
+
+    def _keep(self, priority, columns):
+        """Merge rows into the kept set of smallest priorities (``"tv"``)."""
+        kept_p, kept_cols = self.kept_
+        self.kept_ = keep_smallest(
+            np.concatenate([kept_p, priority]),
+            [np.concatenate([a, b]) for a, b in zip(kept_cols, columns, strict=True)],
+            self.max_train_,
+        )
 
     def partial_fit(self, y_true, y_proba, *, start=None):
         """Pass 1: add a chunk of labels and scores.
@@ -604,40 +719,75 @@ class StreamingCalibrationBound:
         -------
         self
         """
-        if not hasattr(self, "sums_"):
+        if not hasattr(self, "seed_"):
             self._setup()
-        if hasattr(self, "tables_"):
-            raise ValueError("partial_fit is pass 1; it cannot follow partial_validate.")
+        if hasattr(self, "valid_moments_"):
+            raise ValueError(
+                "partial_fit is pass 1; it cannot follow partial_validate."
+            )
         data = check_calibration_inputs(
-            y_true, y_proba,
+            y_true,
+            y_proba,
             pos_label=getattr(self, "pos_label_", self.pos_label),
             labels=getattr(self, "classes_", self.labels),
             require_binary=True,
         )
         self.classes_, self.pos_label_ = data.classes, data.pos_label
         n = data.n_samples
-        start = self.n_samples_ if start is None else check_int(start, "start", min_val=0)
+        start = (
+            self.n_samples_ if start is None else check_int(start, "start", min_val=0)
+        )
         fold = stream_folds(start, n, self.seed_, self.n_splits_)
-        add_fold_cell_sums(self.sums_, fold, data.proba, data.y)
+        if self.method == "nw":
+            add_fold_cell_sums(self.sums_, fold, data.proba, data.y)
+        else:
+            self._keep(
+                stream_priority(start, n, self.seed_), [data.proba, data.y, fold]
+            )
         self.n_samples_ += n
         return self
 
     def _freeze(self):
-        """Fit the per-fold surrogates from the pass-1 sums."""
+        """Fit the surrogate of every fold from the pass-1 state."""
         if not getattr(self, "n_samples_", 0):
             raise NotFittedError("Call partial_fit on the data (pass 1) first.")
-        lip1, lip2 = self._lips
-        total = self.sums_.sum(axis=1)
-        cand = np.unique(np.rint(np.geomspace(1e-4, 0.25, 40) * FINE_M - 0.5))
-        tables, cells = [], []
-        for k in range(self.n_splits_):
-            train = total - self.sums_[:, k]
-            r = select_window_cells(train, cand.astype(int), lip1, lip2)
-            cells.append(r)
-            tables.append(cell_window_tables(cell_prefix_sums(train), r))
-        self.window_cells_ = np.array(cells)
-        self.tables_ = tuple(np.stack(t) for t in zip(*tables))
+        if self.method == "nw":
+            lip1, lip2 = self._lips
+            total = self.sums_.sum(axis=1)
+            cand = np.unique(np.rint(np.geomspace(1e-4, 0.25, 40) * FINE_M - 0.5))
+            tables, cells = [], []
+            for k in range(self.n_splits_):
+                prefix = cell_prefix_sums(total - self.sums_[:, k])
+                r = select_window_cells(prefix, cand.astype(int), lip1, lip2)
+                cells.append(r)
+                tables.append(cell_window_tables(prefix, r))
+            self.window_cells_ = np.array(cells)
+            self.tables_ = tuple(np.stack(t) for t in zip(*tables, strict=True))
+        else:
+            self.fits_ = [self._fit_tv(k) for k in range(self.n_splits_)]
         self.valid_moments_ = np.zeros((2, 3, self.n_splits_))
+
+    def _fit_tv(self, k):
+        priority, (s, y, fold) = self.kept_
+        train = fold != k
+        # Sort by score; ties by priority, which does not depend on the labels.
+        order = np.lexsort((priority[train], s[train]))
+        s_train, y_train = s[train][order], y[train][order]
+        n_train = s_train.shape[0]
+        if n_train < 2:
+            raise ValueError(f"Fold {k} has fewer than 2 training samples.")
+        d = self.delta_ / self.n_splits_ / 4.0
+        from .._backend.tv import total_variation, tv_denoise
+
+        if self.assume == "monotone":
+            from sklearn.isotonic import isotonic_regression
+
+            v = isotonic_regression(y_train, y_min=0.0, y_max=1.0, increasing=True)
+            fitted_variation = float(v[-1] - v[0])
+        else:
+            v = tv_denoise(y_train, tv_constants(n_train, d)[1])
+            fitted_variation = total_variation(v)
+        return s_train, v, fitted_variation
 
     def partial_validate(self, y_proba, *, start=None):
         """Pass 2: add the scores of a chunk (same stream, same order).
@@ -652,28 +802,40 @@ class StreamingCalibrationBound:
         -------
         self
         """
-        if not hasattr(self, "tables_"):
+        if not hasattr(self, "valid_moments_"):
             self._freeze()
         proba = check_probability_array(y_proba, name="y_proba")
         if proba.ndim == 2:
             if proba.shape[1] != 2:
                 raise ValueError(
-                    f"y_proba has {proba.shape[1]} columns; a binary problem is expected."
+                    f"y_proba has {proba.shape[1]} columns; a binary problem is "
+                    "expected."
                 )
             proba = proba[:, _position(self.classes_, self.pos_label_)]
         n = proba.shape[0]
-        start = self.n_validated_ if start is None else check_int(start, "start", min_val=0)
+        start = (
+            self.n_validated_ if start is None else check_int(start, "start", min_val=0)
+        )
         fold = stream_folds(start, n, self.seed_, self.n_splits_)
-        err, g = nw_validation_terms(self.tables_, fold, proba, *self._lips)
-        for i, v in enumerate((err, g)):
+        if self.method == "nw":
+            values = nw_validation_terms(self.tables_, fold, proba, *self._lips)
+        else:
+            err = np.empty(n)
+            for k, (s_train, v, _) in enumerate(self.fits_):
+                mine = fold == k
+                err[mine] = np.abs(
+                    proba[mine] - step_extension(s_train, v, proba[mine])
+                )
+            values = (err, np.zeros(n))
+        for i, v in enumerate(values):
             part = moments_by_group(v, fold, self.n_splits_)
             self.valid_moments_[i] = merge_moments(self.valid_moments_[i], part)
         self.n_validated_ += n
         return self
 
     def merge(self, other):
-        """Add another partition's sums (both in pass 1, or both in pass 2 with
-        surrogates built from the same merged pass-1 state).
+        """Add another partition's state (both in pass 1, or both in pass 2
+        with surrogates built from the same merged pass-1 state).
 
         Returns
         -------
@@ -681,17 +843,24 @@ class StreamingCalibrationBound:
         """
         if not isinstance(other, StreamingCalibrationBound):
             raise TypeError(
-                f"other must be a StreamingCalibrationBound, got {type(other).__name__}."
+                "other must be a StreamingCalibrationBound, got "
+                f"{type(other).__name__}."
             )
-        if (self.seed_, self.n_splits_, self.scale_) != (
-            other.seed_, other.n_splits_, other.scale_
+        if not hasattr(self, "seed_"):
+            self._setup()
+        if not hasattr(other, "seed_"):
+            return self
+        if (self.seed_, self.n_splits_, self.method) != (
+            other.seed_,
+            other.n_splits_,
+            other.method,
         ):
             raise ValueError(
                 "Cannot merge: the two objects use different seeds, n_splits or "
-                "perturbation_scale."
+                "methods."
             )
-        if hasattr(other, "tables_"):
-            if not hasattr(self, "tables_"):
+        if hasattr(other, "valid_moments_"):
+            if not hasattr(self, "valid_moments_"):
                 raise ValueError("Cannot merge pass-2 results into a pass-1 object.")
             for i in range(2):
                 self.valid_moments_[i] = merge_moments(
@@ -699,36 +868,19 @@ class StreamingCalibrationBound:
                 )
             self.n_validated_ += other.n_validated_
             return self
-        if hasattr(self, "tables_"):
-            raise ValueError("Cannot merge pass-1 sums after pass 2 has started.")
-        self.sums_ += other.sums_
+        if hasattr(self, "valid_moments_"):
+            raise ValueError("Cannot merge pass-1 state after pass 2 has started.")
+        if self.method == "nw":
+            self.sums_ += other.sums_
+        else:
+            self._keep(*other.kept_)
         self.n_samples_ += other.n_samples_
         return self
 
-    def result(self):
-        """The certified bound.
-
-        Returns
-        -------
-        CalibrationBound
-            With ``method="nw"``; ``bandwidth`` is the window half-width
-            ``(r + 1/2) / 2**16`` of each fold.
-        """
-        from ._bounds import CalibrationBound
-
-        if not hasattr(self, "tables_") or self.n_validated_ == 0:
-            raise NotFittedError("Run partial_validate over the data (pass 2) first.")
-        if self.n_validated_ != self.n_samples_:
-            raise ValueError(
-                f"Pass 2 saw {self.n_validated_} samples but pass 1 saw "
-                f"{self.n_samples_}; both passes must cover the same stream."
-            )
+    def _fold_terms(self, k, n_v, moments):
+        (mean_e, m2_e), (mean_g, m2_g) = moments
         delta_fold = self.delta_ / self.n_splits_
-        folds = []
-        for k in range(self.n_splits_):
-            (n_v, mean_e, m2_e), (_, mean_g, m2_g) = self.valid_moments_[:, :, k]
-            if n_v == 0:
-                raise ValueError(f"Fold {k} received no samples; use more data.")
+        if self.method == "nw":
             bb_e = empirical_bernstein(n_v, delta_fold / 2, m2_e / n_v)
             bb_g = empirical_bernstein(n_v, delta_fold / 2, m2_g / n_v)
             terms = {
@@ -737,17 +889,65 @@ class StreamingCalibrationBound:
                 "smoother_error": float(mean_g),
                 "smoother_deviation": bb_g,
             }
-            folds.append({
-                "upper": float(sum(terms.values())),
-                "lower": float(mean_e - bb_e - mean_g - bb_g),
-                "estimate": float(mean_e),
-                "terms": terms,
+            r = int(self.window_cells_[k])
+            extra = {
                 "n_train": int(self.n_samples_ - n_v),
-                "n_valid": int(n_v),
-                "delta": delta_fold,
-                "bandwidth": (self.window_cells_[k] + 0.5) / FINE_M,
-                "window_cells": int(self.window_cells_[k]),
-            })
+                "bandwidth": (r + 0.5) / FINE_M,
+                "window_cells": r,
+            }
+            return terms, extra
+        s_train, _, fitted_variation = self.fits_[k]
+        n_train = s_train.shape[0]
+        d = delta_fold / 4.0
+        terms = {
+            "validation_error": float(mean_e),
+            "validation_deviation": empirical_bernstein(n_v, d, m2_e / n_v),
+            "tv_estimation": tv_estimation_term(n_train, d, self.variation_),
+            "tv_transfer": tv_transfer_term(
+                n_train, d, d, self.variation_, fitted_variation
+            ),
+        }
+        return terms, {"n_train": int(n_train), "fitted_variation": fitted_variation}
+
+    def result(self):
+        """The certified bound.
+
+        Returns
+        -------
+        CalibrationBound
+            ``lower`` subtracts the same deviation terms. For ``"nw"``,
+            ``bandwidth`` is the window half-width ``(r + 1/2) / 2**16`` of each
+            fold.
+        """
+        from ._bounds import CalibrationBound
+
+        if not hasattr(self, "valid_moments_") or self.n_validated_ == 0:
+            raise NotFittedError("Run partial_validate over the data (pass 2) first.")
+        if self.n_validated_ != self.n_samples_:
+            raise ValueError(
+                f"Pass 2 saw {self.n_validated_} samples but pass 1 saw "
+                f"{self.n_samples_}; both passes must cover the same stream."
+            )
+        folds = []
+        for k in range(self.n_splits_):
+            n_v = self.valid_moments_[0, 0, k]
+            if n_v == 0:
+                raise ValueError(f"Fold {k} received no samples; use more data.")
+            terms, extra = self._fold_terms(k, n_v, self.valid_moments_[:, 1:, k])
+            deviation = sum(
+                v for name, v in terms.items() if name != "validation_error"
+            )
+            folds.append(
+                {
+                    "upper": float(sum(terms.values())),
+                    "lower": float(terms["validation_error"] - deviation),
+                    "estimate": terms["validation_error"],
+                    "terms": terms,
+                    "n_valid": int(n_v),
+                    "delta": self.delta_ / self.n_splits_,
+                    **extra,
+                }
+            )
         terms = {
             name: float(np.mean([f["terms"][name] for f in folds]))
             for name in folds[0]["terms"]
@@ -756,13 +956,18 @@ class StreamingCalibrationBound:
             upper=float(sum(terms.values())),
             lower=max(0.0, float(np.mean([f["lower"] for f in folds]))),
             estimate=terms["validation_error"],
-            method="nw",
+            method=self.method,
             delta=self.delta_,
             n_samples=int(self.n_samples_),
             n_splits=self.n_splits_,
             terms=terms,
             per_fold=tuple(folds),
-            bandwidth=np.array([f["bandwidth"] for f in folds]),
+            bandwidth=(
+                np.array([f["bandwidth"] for f in folds])
+                if self.method == "nw"
+                else None
+            ),
+            assume=self.assume,
         )
 
 
@@ -783,33 +988,55 @@ def _merge_validation(a, b):
 
 
 def dask_calibration_error_bound(
-    y_true, y_proba, *, method, delta, perturbation_scale, lipschitz, variation,
-    assume, n_splits, pos_label, random_state, n_jobs,
+    y_true,
+    y_proba,
+    *,
+    method,
+    delta,
+    perturbation_scale,
+    lipschitz,
+    variation,
+    assume,
+    n_splits,
+    pos_label,
+    random_state,
+    n_jobs,
 ):
-    """``calibration_error_bound`` on dask arrays: the two-pass NW scheme of
-    :class:`StreamingCalibrationBound`, each pass a map-reduce over the blocks."""
+    """``calibration_error_bound`` on dask arrays: the two-pass scheme of
+    :class:`StreamingCalibrationBound` (``"nw"`` or ``"tv"``), each pass a
+    map-reduce over the blocks."""
     from .._validation import check_random_generator
 
-    if method != "nw" or assume is not None or lipschitz is not None:
+    if method not in _STREAM_METHODS or lipschitz is not None:
         raise ValueError(
-            "On dask arrays calibration_error_bound supports method='nw' (with "
-            "perturbation_scale) only; got "
-            f"method={method!r}, assume={assume!r}, lipschitz={lipschitz!r}."
+            "On dask arrays calibration_error_bound supports method='nw' and "
+            f"method='tv'; got method={method!r}, lipschitz={lipschitz!r}."
         )
-    if perturbation_scale is None:
-        raise ValueError("method='nw' needs perturbation_scale.")
     seed = int(check_random_generator(random_state).integers(0, 2**63))
     params = dict(
-        perturbation_scale=perturbation_scale, delta=delta, n_splits=n_splits,
-        pos_label=pos_label, random_state=seed,
+        method=method,
+        perturbation_scale=perturbation_scale,
+        variation=variation,
+        assume=assume,
+        delta=delta,
+        n_splits=n_splits,
+        pos_label=pos_label,
+        random_state=seed,
     )
+    # Check the parameters before any work on the cluster.
+    StreamingCalibrationBound(**params)._setup()
     fitted = map_reduce_blocks(
-        functools.partial(_bound_pass1, params=params), _merge_pair,
-        (y_true, y_proba), offsets=True,
+        functools.partial(_bound_pass1, params=params),
+        _merge_pair,
+        (y_true, y_proba),
+        offsets=True,
     )
     fitted._freeze()
+    # Pass 2 needs the fitted surrogates only, not the pass-1 state.
+    shared = copy.copy(fitted)
+    shared.sums_ = shared.kept_ = None
     moments, n_valid = map_reduce_blocks(
-        _bound_pass2, _merge_validation, (y_proba,), shared=fitted, offsets=True
+        _bound_pass2, _merge_validation, (y_proba,), shared=shared, offsets=True
     )
     fitted.valid_moments_, fitted.n_validated_ = moments, n_valid
     return fitted.result()

@@ -27,9 +27,9 @@ __all__ = ["CalibrationBound", "calibration_error_bound"]
 
 _METHODS = ("nw", "tv", "lipschitz")
 # Window half-widths tried for the NW smoother (chosen on the training part).
-_NW_GRID = np.geomspace(1e-4, 0.25, 32)
+_NW_GRID = np.geomspace(1e-4, 0.25, 28)
 # Training points (evenly spaced in sorted order) used to choose the half-width.
-_NW_SELECT_POINTS = 2000
+_NW_SELECT_POINTS = 1000
 # Fractional shifts per bucket count in the Lipschitz baseline.
 _N_SHIFTS = 4
 _MAX_LOG2_BUCKETS = 16
@@ -124,25 +124,31 @@ def _smoother_fold(err, g, delta_fold):
     return terms, lower
 
 
-def _nw_select_bandwidth(s_train, prefix, lip1, lip2):
-    n = s_train.shape[0]
-    idx = np.unique(np.linspace(0, n - 1, min(n, _NW_SELECT_POINTS)).astype(np.int64))
-    q = s_train[idx]
+def _nw_select_bandwidth(s_sorted, prefix, exclude, query, lip1, lip2):
     crit = np.empty(_NW_GRID.shape[0])
     for j, hw in enumerate(_NW_GRID):
-        count, _, m1, m2 = window_moments(s_train, prefix, q, hw)
+        count, _, m1, m2 = window_moments(s_sorted, prefix, query, hw, exclude)
         crit[j] = nw_error_bound(count, m1, m2, lip1, lip2).mean()
     return float(_NW_GRID[int(np.argmin(crit))])
 
 
-def _nw_fold(s_train, y_train, s_valid, delta_fold, *, scale):
+def _nw_fold(s_sorted, y_sorted, held_out, s_valid, delta_fold, *, scale, prefix):
+    """NW fold on the whole sorted sample with the held-out fold subtracted
+    from the shared prefix sums (no per-fold copy of the training part)."""
     lip1, lip2 = 1.0 / (2.0 * scale), 3.0 / (2.0 * scale**2)
-    prefix = window_prefix_sums(s_train, y_train)
-    hw = _nw_select_bandwidth(s_train, prefix, lip1, lip2)
-    count, eta, m1, m2 = window_moments(s_train, prefix, s_valid, hw)
+    mask_cumsum = np.concatenate([[0], np.cumsum(held_out)])
+    exclude = (mask_cumsum, window_prefix_sums(s_sorted[held_out], y_sorted[held_out]))
+    # The half-width is chosen from training scores only (evenly spaced in
+    # sorted order), never from the held-out fold.
+    train_idx = np.flatnonzero(~held_out)
+    n_train = train_idx.shape[0]
+    pick = np.linspace(0, n_train - 1, min(n_train, _NW_SELECT_POINTS))
+    query = s_sorted[train_idx[np.unique(pick.astype(np.int64))]]
+    hw = _nw_select_bandwidth(s_sorted, prefix, exclude, query, lip1, lip2)
+    count, eta, m1, m2 = window_moments(s_sorted, prefix, s_valid, hw, exclude)
     g = nw_error_bound(count, m1, m2, lip1, lip2)
     terms, lower = _smoother_fold(np.abs(eta - s_valid), g, delta_fold)
-    return terms, lower, {"bandwidth": hw}
+    return terms, lower, {"bandwidth": hw, "n_train": int(n_train)}
 
 
 def _tv_fold(s_train, y_train, s_valid, delta_fold, *, variation, assume):
@@ -224,22 +230,27 @@ def _lipschitz_fold(s_train, y_train, s_valid, delta_fold, *, lipschitz):
     return best[1], best_lower, best[2]
 
 
-_FOLD_FUNCS = {"nw": _nw_fold, "tv": _tv_fold, "lipschitz": _lipschitz_fold}
+_FOLD_FUNCS = {"tv": _tv_fold, "lipschitz": _lipschitz_fold}
 
 
 def _run_fold(method, s_sorted, y_sorted, fold_sorted, k, s_valid, delta_fold, kwargs):
-    train = fold_sorted != k
-    s_train = s_sorted[train]
-    y_train = y_sorted[train]
-    terms, lower, extra = _FOLD_FUNCS[method](
-        s_train, y_train, s_valid, delta_fold, **kwargs
-    )
+    held_out = fold_sorted == k
+    if method == "nw":
+        terms, lower, extra = _nw_fold(
+            s_sorted, y_sorted, held_out, s_valid, delta_fold, **kwargs
+        )
+    else:
+        train = ~held_out
+        s_train, y_train = s_sorted[train], y_sorted[train]
+        terms, lower, extra = _FOLD_FUNCS[method](
+            s_train, y_train, s_valid, delta_fold, **kwargs
+        )
+        extra["n_train"] = int(s_train.shape[0])
     return {
         "upper": float(sum(terms.values())),
         "lower": float(lower),
         "estimate": terms["validation_error"],
         "terms": terms,
-        "n_train": int(s_train.shape[0]),
         "n_valid": int(s_valid.shape[0]),
         "delta": delta_fold,
         **extra,
@@ -436,6 +447,8 @@ def calibration_error_bound(
     order = np.argsort(s, kind="stable")
     s_sorted, y_sorted, fold_sorted = s[order], y[order], fold[order]
     delta_fold = delta / n_splits
+    if method == "nw":
+        kwargs["prefix"] = window_prefix_sums(s_sorted, y_sorted)
 
     folds = Parallel(n_jobs=n_jobs)(
         delayed(_run_fold)(

@@ -267,7 +267,12 @@ def smooth_calibration_curve(
                 n_bootstrap=n_bootstrap, seed=seed, n_jobs=n_jobs,
             )
             alpha = 100 * (1 - confidence_level) / 2
-            q = np.nanpercentile(band.curves, [alpha, 100 - alpha], axis=0)
+            # Grid points with no data in any resample stay NaN (as y_smooth).
+            seen = ~np.all(np.isnan(band.curves), axis=0)
+            q = np.full((2, band.curves.shape[1]), np.nan)
+            q[:, seen] = np.nanpercentile(
+                band.curves[:, seen], [alpha, 100 - alpha], axis=0
+            )
             curve.y_smooth_low, curve.y_smooth_high = q[0], q[1]
             ci = np.percentile(band.smece, [alpha, 100 - alpha])
             curve.smece_ci = (float(ci[0]), float(ci[1]))
