@@ -51,7 +51,6 @@ numpydoc_xref_param_type = False
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"skcalib {release}"
-html_static_path = ["_static"]
 html_theme_options = {
     "navbar_end": ["navbar-icon-links"],
     "secondary_sidebar_items": ["page-toc"],

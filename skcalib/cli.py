@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main", "build_parser", "read_predictions", "compute_report"]
+__all__ = ["main", "build_parser", "read_predictions", "compute_report", "format_table"]
 
 EXIT_OK = 0
 EXIT_USAGE = 2

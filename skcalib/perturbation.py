@@ -39,24 +39,10 @@ __all__ = [
 DEFAULT_SCALE = 2.0**-6
 # Relative gap kept between the perturbed top-label confidence and the runner-up.
 _TIE_MARGIN = 1e-12
-_CHUNK = 2**15
 
 
 def _check_scale(scale, name="scale"):
     return check_real(scale, name, low=0.0, high=1.0, include_low=False)
-
-
-def _sample_chunked(s0, scale, rng):
-    # Blocks that fit in cache make the sampler's elementwise passes ~30 %
-    # faster on large inputs; the draws are the same as in one call, since
-    # the generator's stream is consumed in the same order.
-    if s0.shape[0] <= _CHUNK:
-        return sech_sample(s0, scale, rng)
-    out = np.empty_like(s0)
-    for start in range(0, s0.shape[0], _CHUNK):
-        stop = start + _CHUNK
-        out[start:stop] = sech_sample(s0[start:stop], scale, rng)
-    return out
 
 
 def perturb_proba(proba, scale, rng):
@@ -87,10 +73,10 @@ def perturb_proba(proba, scale, rng):
     if n_classes == 1 or n == 0:
         return proba.copy()
     if n_classes == 2:
+        s = sech_sample(np.clip(proba[:, 1], 0.0, 1.0), scale, rng)
         out = np.empty((n, 2))
-        np.clip(proba[:, 1], 0.0, 1.0, out=out[:, 0])
-        out[:, 1] = _sample_chunked(out[:, 0], scale, rng)
-        np.subtract(1.0, out[:, 1], out=out[:, 0])
+        out[:, 1] = s
+        np.subtract(1.0, s, out=out[:, 0])
         return out
 
     rows = np.arange(n)
@@ -101,7 +87,7 @@ def perturb_proba(proba, scale, rng):
     # to the sech kernel of scale h / (1 - 1/K): the smoothness lemma, which only
     # involves the kernel shape, holds on the shorter interval with scale h.
     t0 = np.clip((conf - low) / (1.0 - low), 0.0, 1.0)
-    new_conf = low + (1.0 - low) * _sample_chunked(t0, scale / (1.0 - low), rng)
+    new_conf = low + (1.0 - low) * sech_sample(t0, scale / (1.0 - low), rng)
 
     rest = proba.copy()
     rest[rows, top] = 0.0
@@ -202,7 +188,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     References
     ----------
-    K. Ciosek et al., "Certified calibration via perturbation",
+    K. Ciosek et al., "Measuring Uncertainty Calibration", ICLR 2026,
     arXiv:2512.13872.
 
     Examples

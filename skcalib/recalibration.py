@@ -116,9 +116,12 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ----------
     method : {"auto", "grid", "classwise", "canonical"}, default="auto"
         ``"auto"`` is the grid map for binary problems (``"grid"``, binary
-        only) and ``"canonical"`` for three or more classes. ``"classwise"``: one binary grid map per class
-        (one-vs-rest) applied to that class's column, then rows renormalised;
-        for a binary problem it is the binary map. ``"canonical"`` with two
+        only); for three or more classes it fits both the ``"classwise"`` and
+        the ``"canonical"`` map and keeps the one of lower leave-one-out
+        log-loss (with ``bandwidth="auto"``; otherwise it is ``"canonical"``).
+        ``"classwise"``: one binary grid map per class (one-vs-rest) applied
+        to that class's column, then rows renormalised; for a binary problem it
+        is the binary map. ``"canonical"`` with two
         classes uses the Beta kernel (the two-class Dirichlet).
     bandwidth : "auto", "smece", "mle", "risk" or float, default="auto"
         Grid maps (binary, classwise): ``"auto"`` minimises the leave-one-out
@@ -153,6 +156,10 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Class labels, in the order of the probability columns.
     method_ : {"grid", "classwise", "canonical"}
         The method used.
+    method_scores_ : dict or None
+        With ``method="auto"``, ``bandwidth="auto"`` and three or more
+        classes: the leave-one-out multiclass log-loss of the classwise and of
+        the canonical map; the lower one is used.
     bandwidth_ : float or ndarray of shape (n_classes,)
         Bandwidth used: ``sigma`` of the grid map, ``b`` of the Dirichlet
         kernel, or one ``sigma`` per class for ``"classwise"``.
@@ -280,11 +287,15 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     f"'canonical' for {n_classes} classes."
                 )
             return "grid"
+        if self.method == "auto" and self.bandwidth == "auto":
+            return "auto"  # chosen in fit by leave-one-out log-loss
         return "classwise" if self.method == "classwise" else "canonical"
 
     def _check_bandwidth(self, method):
         allowed = _DIRICHLET_BANDWIDTHS if method == "canonical" else _GRID_BANDWIDTHS
         bw = self.bandwidth
+        if method == "auto":
+            return bw
         if isinstance(bw, str):
             if bw not in allowed:
                 raise ValueError(
@@ -309,7 +320,12 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             True labels.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative sample weights.
+            Non-negative sample weights, multiplying each sample's kernel. At
+            a fixed bandwidth, integer weights give the map of repeated rows;
+            the leave-one-out criterion removes a sample's whole weight
+            (importance weights), so a selected bandwidth can differ from
+            that of repeated rows, whose copies remain each other's
+            neighbours.
 
         Returns
         -------
@@ -340,23 +356,63 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             y_idx = present[y_idx].astype(np.intp)
         method = self._resolve_method(K)
         bandwidth = self._check_bandwidth(method)
-        self.method_ = method
-        if method == "canonical":
+        self.method_scores_ = None
+        if method == "auto":
+            # Both multiclass maps, kept by their leave-one-out log-loss.
+            loss_cw = self._fit_classwise(P, y_idx, w, bandwidth, eps, prior, True)
+            fitted_cw = (self.maps_, self.bandwidth_, self.bandwidth_scores_)
+            loss_can = self._fit_canonical(P, y_idx, w, bandwidth, eps, prior)
+            self.method_scores_ = {"classwise": loss_cw, "canonical": loss_can}
+            method = "canonical" if loss_can <= loss_cw else "classwise"
+            if method == "classwise":
+                self.maps_, self.bandwidth_, self.bandwidth_scores_ = fitted_cw
+                del self.calibration_points_
+            else:
+                del self.maps_
+        elif method == "canonical":
             self._fit_canonical(P, y_idx, w, bandwidth, eps, prior)
         else:
-            cols = [1] if method == "grid" else range(K)
-            fits = [
-                self._fit_grid(
-                    (y_idx == k).astype(np.float64), P[:, k], w, bandwidth, eps, prior
-                )
-                for k in cols
-            ]
-            self.maps_ = [m for m, _ in fits]
-            scores = [sc for _, sc in fits]
-            sig = np.array([m.sigma for m in self.maps_])
-            self.bandwidth_ = float(sig[0]) if method == "grid" else sig
-            self.bandwidth_scores_ = scores[0] if method == "grid" else scores
+            self._fit_classwise(
+                P, y_idx, w, bandwidth, eps, prior, False, binary=method == "grid"
+            )
+        self.method_ = method
         return self
+
+    def _fit_classwise(self, P, y_idx, w, bandwidth, eps, prior, loo, binary=False):
+        """One grid map per class (the positive one only if ``binary``).
+
+        With ``loo``, returns the leave-one-out multiclass log-loss of the
+        renormalised one-vs-rest maps.
+        """
+        cols = [1] if binary else range(P.shape[1])
+        fits = [
+            self._fit_grid(
+                (y_idx == k).astype(np.float64), P[:, k], w, bandwidth, eps, prior
+            )
+            for k in cols
+        ]
+        self.maps_ = [m for m, _, _ in fits]
+        scores = [sc for _, sc, _ in fits]
+        sig = np.array([m.sigma for m in self.maps_])
+        self.bandwidth_ = float(sig[0]) if binary else sig
+        self.bandwidth_scores_ = scores[0] if binary else scores
+        if not loo:
+            return None
+        Q = np.column_stack(
+            [
+                _rc.loo_predictions(
+                    stats,
+                    (y_idx == k).astype(np.float64),
+                    P[:, k],
+                    w,
+                    m.sigma,
+                    prior=prior,
+                )
+                for k, (m, _, stats) in enumerate(fits)
+            ]
+        )
+        Q = _rc.finalize_proba(Q, eps)
+        return float(-(w * np.log(Q[np.arange(len(y_idx)), y_idx])).sum() / w.sum())
 
     @staticmethod
     def _fit_grid(y, s, w, bandwidth, eps, prior):
@@ -370,7 +426,7 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             sigma = max(solve_sigma(stats, GridGeometry("l1")), _rc.SIGMA_GRID[0])
         else:
             sigma = bandwidth
-        return _rc.fit_grid_map(stats, sigma, prior), scores
+        return _rc.fit_grid_map(stats, sigma, prior), scores, stats
 
     def _fit_canonical(self, P, y_idx, w, bandwidth, eps, prior):
         self.bandwidth_scores_ = None
@@ -407,6 +463,9 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             b = bandwidth
         self.bandwidth_ = float(b)
         self.calibration_points_ = (P, y_idx, w)
+        if bandwidth == "auto":
+            return float(np.min(self.bandwidth_scores_))
+        return None
 
     def transform(self, X):
         """Recalibrated probabilities.

@@ -177,20 +177,30 @@ def sech_sample(s0, h, rng):
         out = sech_ppf(rng.random(size=s0.shape), s0, h)
         return out
     flat = s0.reshape(-1)
-    out = np.empty_like(flat)
-    todo = np.arange(flat.shape[0])
+    out = _sech_proposal(flat, h, rng)
+    todo = np.flatnonzero((out < 0.0) | (out > 1.0))
     for _ in range(4):
-        centre = flat[todo]
-        x = centre + h * np.log(np.tan(_HALF_PI * rng.random(size=todo.shape[0])))
+        if todo.size == 0:
+            break
+        x = _sech_proposal(flat[todo], h, rng)
         ok = (x >= 0.0) & (x <= 1.0)
         out[todo[ok]] = x[ok]
         todo = todo[~ok]
-        if todo.size == 0:
-            break
     if todo.size:
         out[todo] = sech_ppf(rng.random(size=todo.shape[0]), flat[todo], h)
     out = out.reshape(s0.shape)
     return out if out.ndim else float(out)
+
+
+def _sech_proposal(centre, h, rng):
+    """Draws from the untruncated sech law ``s0 + h ln tan(pi u / 2)``."""
+    x = rng.random(size=centre.shape[0])
+    x *= _HALF_PI
+    np.tan(x, out=x)
+    np.log(x, out=x)
+    x *= h
+    x += centre
+    return x
 
 
 _HALF_PI = 0.5 * np.pi

@@ -199,6 +199,9 @@ def loo_predictions(stats, y, s, w, sigma, rows=None, fallback=None, prior=0.0):
     total = stats[:, 0].sum()
     sr, yr, wr = s[rows], y[rows], w[rows]
     idx, theta = bin_positions(sr, M)
+    # A sample leaves all of its weight: weights are importance weights here
+    # (leaving w - 1 copies behind would let a point of weight 3 vote for
+    # itself and pull the bandwidth towards 0).
     own = wr / total * _self_kernel(idx, theta, periodized_gaussian(M, sigma))
     d = _interp(den, idx, theta) - own
     n = _interp(num, idx, theta) - own * yr

@@ -10,6 +10,9 @@ extra); the pure-Python version gives the same result, only slower.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+
 import numpy as np
 
 __all__ = ["tv_denoise", "total_variation", "HAVE_NUMBA"]
@@ -98,14 +101,18 @@ def _condat(y, lam, x):  # pragma: no cover - compiled or exercised via wrappers
                 umax = -lam
 
 
-try:  # numba is optional (the ``fast`` extra)
+# numba is optional (the ``fast`` extra) and costs ~70 MB and a second to
+# import, so it is only looked for, not imported, until the solver first runs.
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+
+
+@functools.cache
+def _compiled_solver():
+    if not HAVE_NUMBA:
+        return _condat
     import numba
 
-    _condat_compiled = numba.njit(cache=True, nogil=True)(_condat)
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - depends on the environment
-    _condat_compiled = _condat
-    HAVE_NUMBA = False
+    return numba.njit(cache=True, nogil=True)(_condat)
 
 
 def tv_denoise(y, lam, *, use_numba=None):
@@ -131,9 +138,9 @@ def tv_denoise(y, lam, *, use_numba=None):
     if lam <= 0.0:
         x[:] = y
         return x
-    solver = _condat_compiled if (use_numba is None or use_numba) else _condat
     if use_numba and not HAVE_NUMBA:
         raise ImportError("use_numba=True needs numba (pip install skcalib[fast]).")
+    solver = _compiled_solver() if (use_numba is None or use_numba) else _condat
     if solver is _condat:
         # Python floats are much faster than numpy scalars in the sweep.
         xs = [0.0] * y.shape[0]

@@ -396,8 +396,8 @@ def calibration_error_bound(
 
     References
     ----------
-    Ciosek et al., "Certified calibration: bounding the calibration error of
-    perturbed classifiers", arXiv:2512.13872.
+    K. Ciosek et al., "Measuring Uncertainty Calibration", ICLR 2026,
+    arXiv:2512.13872.
 
     Examples
     --------
