@@ -85,7 +85,9 @@ class CalibrationData:
 
 
 def _is_pandas_like(x):
-    return hasattr(x, "iloc") or hasattr(x, "to_numpy") and not isinstance(x, np.ndarray)
+    return (
+        hasattr(x, "iloc") or hasattr(x, "to_numpy") and not isinstance(x, np.ndarray)
+    )
 
 
 def _check_y_true(y_true):
@@ -98,7 +100,8 @@ def _check_y_true(y_true):
         y_true = y_true[:, 0]
     if y_true.ndim != 1:
         raise ValueError(
-            f"y_true must be a 1-D array of labels, got an array of shape {y_true.shape}."
+            "y_true must be a 1-D array of labels, got an array of shape "
+            f"{y_true.shape}."
         )
     y_true = column_or_1d(y_true)
     if y_true.shape[0] == 0:
@@ -107,7 +110,9 @@ def _check_y_true(y_true):
         if not np.all(np.isfinite(y_true)):
             raise ValueError("y_true contains NaN or infinity.")
     elif y_true.dtype.kind == "O":
-        if any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in y_true):
+        if any(
+            v is None or (isinstance(v, float) and not np.isfinite(v)) for v in y_true
+        ):
             raise ValueError("y_true contains None or NaN.")
     return y_true
 
@@ -139,7 +144,8 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
         arr = arr[:, 0]
     if arr.ndim == 1 and not allow_1d:
         raise ValueError(
-            f"{name} must be a 2-D array of shape (n_samples, n_classes), got a 1-D array."
+            f"{name} must be a 2-D array of shape (n_samples, n_classes), got a "
+            "1-D array."
         )
     if arr.ndim not in (1, 2):
         raise ValueError(f"{name} must be 1-D or 2-D, got {arr.ndim} dimensions.")
@@ -159,12 +165,15 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
         arr = arr.copy()
     if arr.ndim == 2:
         if arr.shape[1] < 2:
-            raise ValueError(f"{name} must have at least 2 columns, got {arr.shape[1]}.")
+            raise ValueError(
+                f"{name} must have at least 2 columns, got {arr.shape[1]}."
+            )
         dev = np.abs(arr.sum(axis=1) - 1.0)
         worst = int(np.argmax(dev))
         if dev[worst] > ROW_SUM_TOL:
             raise ValueError(
-                f"Rows of {name} must sum to 1 (tolerance {ROW_SUM_TOL:g}); row {worst} "
+                f"Rows of {name} must sum to 1 (tolerance {ROW_SUM_TOL:g}); "
+                f"row {worst} "
                 f"sums to {arr[worst].sum():.8g}."
             )
     return arr
@@ -325,8 +334,10 @@ def check_calibration_inputs(
                 f"{classes.shape[0]} distinct labels; pass labels= with all "
                 f"{proba.shape[1]} class labels in column order."
             )
-        y_idx = np.searchsorted(classes, y_true) if labels is None else _index_of(
-            classes, y_true
+        y_idx = (
+            np.searchsorted(classes, y_true)
+            if labels is None
+            else _index_of(classes, y_true)
         )
         return CalibrationData(
             "multiclass", classes, y_idx.astype(np.int64), proba, weight, None
@@ -381,8 +392,9 @@ def _complete_single_class(classes, pos_label):
     if pos_label is not None and not np.all(_label_equal(classes, pos_label)):
         # pos_label is the absent class: the two labels are known.
         try:
-            return np.asarray(sorted([only.item() if hasattr(only, "item") else only,
-                                      pos_label]))
+            return np.asarray(
+                sorted([only.item() if hasattr(only, "item") else only, pos_label])
+            )
         except TypeError:
             raise TypeError(
                 f"pos_label={pos_label!r} cannot be compared with the labels of y_true."
@@ -415,7 +427,11 @@ def binary_tasks(data, multi_class):
         return [(correct, np.ascontiguousarray(conf), data.weight)]
     if multi_class == "classwise":
         return [
-            ((data.y == k).astype(np.float64), np.ascontiguousarray(P[:, k]), data.weight)
+            (
+                (data.y == k).astype(np.float64),
+                np.ascontiguousarray(P[:, k]),
+                data.weight,
+            )
             for k in range(P.shape[1])
         ]
     raise ValueError(
@@ -434,7 +450,9 @@ def check_int(value, name, *, min_val=None, max_val=None):
     return int(value)
 
 
-def check_real(value, name, *, low=None, high=None, include_low=True, include_high=True):
+def check_real(
+    value, name, *, low=None, high=None, include_low=True, include_high=True
+):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r}.")
     value = float(value)
@@ -459,8 +477,12 @@ def check_random_generator(random_state):
     if random_state is None:
         return np.random.default_rng()
     if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**32 - 1, dtype=np.uint64))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return np.random.default_rng(
+            random_state.randint(0, 2**32 - 1, dtype=np.uint64)
+        )
+    if isinstance(random_state, numbers.Integral) and not isinstance(
+        random_state, bool
+    ):
         return np.random.default_rng(int(random_state))
     raise TypeError(
         "random_state must be None, an int, a numpy Generator or a RandomState; "
@@ -561,3 +583,13 @@ def encode_class_labels(y, *, name="y"):
     except TypeError:
         raise TypeError(f"{name} mixes label types that cannot be compared.") from None
     return classes, index.astype(np.uint8)
+
+
+def check_binned_options(norm, debias, squared):
+    """Options of the binned calibration error: ``norm`` and its L2-only flags."""
+    check_multi_class(norm, ("l1", "l2", "max"), name="norm")
+    for flag, value in (("debias", debias), ("squared", squared)):
+        if value and norm != "l2":
+            raise ValueError(
+                f"{flag}=True is only defined for norm='l2'; got norm={norm!r}."
+            )

@@ -10,16 +10,21 @@ from skcalib.metrics import binned_calibration_error
 def test_hand_computed_small_case():
     y = np.array([0, 1, 0, 1, 1])
     p = np.array([0.05, 0.2, 0.45, 0.8, 1.0])
-    # 2 uniform bins: [0, .5) holds 0.05, 0.2, 0.45 (labels 0,1,0), [.5, 1] holds 0.8, 1.0
+    # 2 uniform bins: [0, .5) holds 0.05, 0.2, 0.45 (labels 0, 1, 0);
+    # [.5, 1] holds 0.8, 1.0
     g0 = abs(1 / 3 - (0.05 + 0.2 + 0.45) / 3)
     g1 = abs(1.0 - 0.9)
-    assert binned_calibration_error(y, p, n_bins=2) == pytest.approx(0.6 * g0 + 0.4 * g1)
-    assert binned_calibration_error(y, p, n_bins=2, norm="max") == pytest.approx(max(g0, g1))
+    assert binned_calibration_error(y, p, n_bins=2) == pytest.approx(
+        0.6 * g0 + 0.4 * g1
+    )
+    assert binned_calibration_error(y, p, n_bins=2, norm="max") == pytest.approx(
+        max(g0, g1)
+    )
     l2 = np.sqrt(0.6 * g0**2 + 0.4 * g1**2)
     assert binned_calibration_error(y, p, n_bins=2, norm="l2") == pytest.approx(l2)
-    assert binned_calibration_error(y, p, n_bins=2, norm="l2", squared=True) == pytest.approx(
-        l2**2
-    )
+    assert binned_calibration_error(
+        y, p, n_bins=2, norm="l2", squared=True
+    ) == pytest.approx(l2**2)
 
 
 def test_score_one_is_in_last_bin():
@@ -75,7 +80,9 @@ def test_debiased_l2_is_unbiased_at_perfect_calibration():
         y = (rng.uniform(size=300) < p).astype(int)
         plug.append(binned_calibration_error(y, p, norm="l2", squared=True, n_bins=10))
         deb.append(
-            binned_calibration_error(y, p, norm="l2", squared=True, n_bins=10, debias=True)
+            binned_calibration_error(
+                y, p, norm="l2", squared=True, n_bins=10, debias=True
+            )
         )
     se = np.std(deb) / np.sqrt(len(deb))
     assert abs(np.mean(deb)) < 3 * se + 1e-4
@@ -95,7 +102,9 @@ def test_debiased_l2_converges_to_truth():
         p = rng.uniform(size=400)
         y = (rng.uniform(size=400) < p**2).astype(int)
         vals.append(
-            binned_calibration_error(y, p, norm="l2", squared=True, n_bins=10, debias=True)
+            binned_calibration_error(
+                y, p, norm="l2", squared=True, n_bins=10, debias=True
+            )
         )
     assert np.mean(vals) == pytest.approx(truth, abs=3 * np.std(vals) / 10)
 
@@ -108,9 +117,13 @@ def test_multiclass_classwise_and_top_label():
     assert binned_calibration_error(y, P) == pytest.approx(
         binned_calibration_error((pred == y).astype(int), conf)
     )
-    cw = np.mean([binned_calibration_error((y == k).astype(int), P[:, k]) for k in range(3)])
+    cw = np.mean(
+        [binned_calibration_error((y == k).astype(int), P[:, k]) for k in range(3)]
+    )
     assert binned_calibration_error(y, P, multi_class="classwise") == pytest.approx(cw)
-    _, tables = binned_calibration_error(y, P, multi_class="classwise", return_bins=True)
+    _, tables = binned_calibration_error(
+        y, P, multi_class="classwise", return_bins=True
+    )
     assert len(tables) == 3
 
 

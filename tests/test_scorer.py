@@ -54,7 +54,9 @@ def test_scorer_equals_metric_on_held_out_fold(binary_data, name):
 
 def test_cross_val_score_and_cross_validate(binary_data):
     X, y = binary_data
-    scores = cross_val_score(LogisticRegression(), X, y, cv=3, scoring=get_scorer("neg_smooth_ece"))
+    scores = cross_val_score(
+        LogisticRegression(), X, y, cv=3, scoring=get_scorer("neg_smooth_ece")
+    )
     assert scores.shape == (3,) and np.all(scores <= 0)
     res = cross_validate(
         LogisticRegression(),
@@ -98,14 +100,25 @@ def test_sample_weight_with_metadata_routing(binary_data):
         scorer = get_scorer("neg_smooth_ece").set_score_request(sample_weight=True)
         est = LogisticRegression().set_fit_request(sample_weight=False)
         cv = KFold(3)
-        res = cross_validate(est, X, y, cv=cv, scoring=scorer, params={"sample_weight": w},
-                             return_estimator=True)
+        res = cross_validate(
+            est,
+            X,
+            y,
+            cv=cv,
+            scoring=scorer,
+            params={"sample_weight": w},
+            return_estimator=True,
+        )
         # a fresh registry copy is unaffected by set_score_request on the first
         assert get_scorer("neg_smooth_ece").get_metadata_routing() is not None
-    for k, (train, test) in enumerate(cv.split(X, y)):
+    for k, (_, test) in enumerate(cv.split(X, y)):
         expected = -smooth_ece(
-            y[test], res["estimator"][k].predict_proba(X[test])[:, 1], sample_weight=w[test]
+            y[test],
+            res["estimator"][k].predict_proba(X[test])[:, 1],
+            sample_weight=w[test],
         )
         assert res["test_score"][k] == pytest.approx(expected)
-        unweighted = -smooth_ece(y[test], res["estimator"][k].predict_proba(X[test])[:, 1])
+        unweighted = -smooth_ece(
+            y[test], res["estimator"][k].predict_proba(X[test])[:, 1]
+        )
         assert res["test_score"][k] != pytest.approx(unweighted)

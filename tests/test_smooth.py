@@ -24,7 +24,10 @@ def _reflected_kernel(t, s, sigma):
     out = np.zeros_like(d)
     for arg in (d, e):
         lo, hi = arg.min(), arg.max()
-        for m in range(int(np.floor((lo - 12 * sigma) / 2)), int(np.ceil((hi + 12 * sigma) / 2)) + 1):
+        for m in range(
+            int(np.floor((lo - 12 * sigma) / 2)),
+            int(np.ceil((hi + 12 * sigma) / 2)) + 1,
+        ):
             if hi - 2 * m < -12 * sigma or lo - 2 * m > 12 * sigma:
                 continue
             out += np.exp(-0.5 * ((arg - 2 * m) / sigma) ** 2)

@@ -90,3 +90,24 @@ def binned_error(table, norm, debias):
         corr[ok] = ybar[ok] * (1 - ybar[ok]) / (n_eff[ok] - 1)
         sq = sq - corr
     return float(np.sum(p * sq))
+
+
+def binned_error_value(table, norm, debias, squared):
+    """:func:`binned_error` with the L2 root taken (keeping the sign of a
+    negative debiased estimate, ``-sqrt(-v)``) unless ``squared``."""
+    v = binned_error(table, norm, debias)
+    if norm == "l2" and not squared:
+        v = float(np.sign(v) * np.sqrt(abs(v)))
+    return v
+
+
+def table_as_dict(table):
+    """The public per-bin table returned with ``return_bins=True``."""
+    return {
+        "edges": table.edges,
+        "bin": table.index,
+        "weight": table.weight,
+        "count": table.count,
+        "mean_label": table.mean_label,
+        "mean_score": table.mean_score,
+    }

@@ -28,7 +28,7 @@ _CHUNK = 2**17
 
 
 def grid_size(sigma, fine_m=FINE_M):
-    """Number of grid cells for bandwidth ``sigma``: a power of two dividing ``fine_m``."""
+    """Grid cells for bandwidth ``sigma``: a power of two dividing ``fine_m``."""
     want = MIN_STEPS_PER_SIGMA / max(float(sigma), 1e-300)
     m = MIN_M
     while m < want and m < fine_m:

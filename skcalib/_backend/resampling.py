@@ -19,7 +19,9 @@ from .grid import (
 
 @dataclass
 class BootstrapCurves:
-    curves: np.ndarray  # (n_bootstrap, n_points) resampled y_smooth at the curve's sigma
+    curves: (
+        np.ndarray
+    )  # (n_bootstrap, n_points) resampled y_smooth at the curve's sigma
     smece: np.ndarray  # (n_bootstrap,) resampled smECE
 
 
@@ -45,8 +47,13 @@ def bootstrap_smooth_curves(
     batches = [b for b in np.array_split(np.arange(n_bootstrap), n_batches) if b.size]
     parts = Parallel(n_jobs=n_jobs)(
         delayed(_bootstrap_batch)(
-            key, moments, m_boot, [children[i] for i in batch], geometry,
-            sigma_curve, fixed_sigma,
+            key,
+            moments,
+            m_boot,
+            [children[i] for i in batch],
+            geometry,
+            sigma_curve,
+            fixed_sigma,
         )
         for batch in batches
     )

@@ -15,8 +15,8 @@ from scipy import fft as _fft
 
 from .grid import (
     FINE_M,
-    calibration_statistics,
     GridPyramid,
+    calibration_statistics,
     grid_points,
     grid_size,
     reflected_smooth,

@@ -2,8 +2,8 @@
 
 from ._accumulator import CalibrationAccumulator, StreamingCalibrationBound
 from ._binned import binned_calibration_error
-from ._bounds import CalibrationBound, calibration_error_bound
 from ._bound_scorer import CalibrationBoundScorer
+from ._bounds import CalibrationBound, calibration_error_bound
 from ._kde import KDECalibrationResult, kde_calibration_error
 from ._scorer import CalibrationScorer, get_scorer, get_scorer_names
 from ._smooth import SmoothCalibrationCurve, smooth_calibration_curve, smooth_ece

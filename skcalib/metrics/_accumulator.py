@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 
 from .._backend import smece as _sm
-from .._backend.binning import binned_error, uniform_edges
+from .._backend.binning import binned_error_value, table_as_dict, uniform_edges
 from .._backend.concentration import (
     empirical_bernstein,
     tv_constants,
@@ -52,6 +52,7 @@ from .._backend.distributed import (
 )
 from .._backend.grid import FINE_M
 from .._validation import (
+    check_binned_options,
     check_calibration_inputs,
     check_int,
     check_label_chunk,
@@ -406,29 +407,12 @@ class CalibrationAccumulator:
             Only if ``return_bins=True``.
         """
         n_bins = check_int(n_bins, "n_bins", min_val=1)
-        check_multi_class(norm, ("l1", "l2", "max"), name="norm")
-        if debias and norm != "l2":
-            raise ValueError(
-                f"debias=True is only defined for norm='l2'; got {norm!r}."
-            )
-        if squared and norm != "l2":
-            raise ValueError(
-                f"squared=True is only defined for norm='l2'; got {norm!r}."
-            )
+        check_binned_options(norm, debias, squared)
         table = self._bin_table(n_bins)
-        value = binned_error(table, norm, debias)
-        if norm == "l2" and not squared:
-            value = float(np.sign(value) * np.sqrt(abs(value)))
+        value = binned_error_value(table, norm, debias, squared)
         if not return_bins:
             return value
-        return value, {
-            "edges": table.edges,
-            "bin": table.index,
-            "weight": table.weight,
-            "count": table.count,
-            "mean_label": table.mean_label,
-            "mean_score": table.mean_score,
-        }
+        return value, table_as_dict(table)
 
     def _bin_table(self, n_bins):
         pos, _ = self._slots()

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._backend.binning import bin_table, binned_error, quantile_edges, uniform_edges
+from .._backend.binning import (
+    bin_table,
+    binned_error_value,
+    quantile_edges,
+    table_as_dict,
+    uniform_edges,
+)
 from .._validation import (
     binary_tasks,
+    check_binned_options,
     check_calibration_inputs,
     check_int,
     check_multi_class,
@@ -20,7 +27,9 @@ __all__ = ["binned_calibration_error"]
 def _n_bins(n_bins, n_samples):
     if isinstance(n_bins, str):
         if n_bins != "cbrt":
-            raise ValueError(f"n_bins must be a positive integer or 'cbrt'; got {n_bins!r}.")
+            raise ValueError(
+                f"n_bins must be a positive integer or 'cbrt'; got {n_bins!r}."
+            )
         return max(1, int(np.ceil(n_samples ** (1 / 3))))
     return check_int(n_bins, "n_bins", min_val=1)
 
@@ -110,12 +119,8 @@ def binned_calibration_error(
     if any_dask(y_true, y_proba, sample_weight):
         return dask_metric("binned_calibration_error", **locals())
     check_multi_class(strategy, ("uniform", "quantile"), name="strategy")
-    check_multi_class(norm, ("l1", "l2", "max"), name="norm")
     check_multi_class(multi_class, ("top-label", "classwise"))
-    if debias and norm != "l2":
-        raise ValueError(f"debias=True is only defined for norm='l2'; got norm={norm!r}.")
-    if squared and norm != "l2":
-        raise ValueError(f"squared=True is only defined for norm='l2'; got norm={norm!r}.")
+    check_binned_options(norm, debias, squared)
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
@@ -128,20 +133,8 @@ def binned_calibration_error(
         else:
             edges = quantile_edges(s, w, n_bins, unweighted)
         table = bin_table(y, s, w, edges)
-        v = binned_error(table, norm, debias)
-        if norm == "l2" and not squared:
-            v = float(np.sign(v) * np.sqrt(abs(v)))
-        values.append(v)
-        tables.append(
-            {
-                "edges": table.edges,
-                "bin": table.index,
-                "weight": table.weight,
-                "count": table.count,
-                "mean_label": table.mean_label,
-                "mean_score": table.mean_score,
-            }
-        )
+        values.append(binned_error_value(table, norm, debias, squared))
+        tables.append(table_as_dict(table))
     value = float(np.mean(values))
     if not return_bins:
         return value
@@ -152,7 +145,9 @@ def binned_calibration_error(
 
 register_scorer(
     "neg_expected_calibration_error",
-    CalibrationScorer(binned_calibration_error, n_bins=15, strategy="uniform", norm="l1"),
+    CalibrationScorer(
+        binned_calibration_error, n_bins=15, strategy="uniform", norm="l1"
+    ),
 )
 register_scorer(
     "neg_l2_calibration_error",

@@ -137,8 +137,8 @@ def get_scorer(scoring):
     Examples
     --------
     >>> from skcalib.metrics import get_scorer
-    >>> get_scorer("neg_smooth_ece")
-    CalibrationScorer(smooth_ece, greater_is_better=False, response_method='predict_proba')
+    >>> get_scorer("neg_smooth_ece")  # doctest: +ELLIPSIS
+    CalibrationScorer(smooth_ece, greater_is_better=False, ...)
     >>> get_scorer("roc_auc")
     make_scorer(roc_auc_score, response_method=('decision_function', 'predict_proba'))
     """

@@ -236,8 +236,9 @@ def smooth_calibration_curve(
     >>> p = rng.uniform(size=5000)
     >>> y = rng.uniform(size=5000) < p ** 2
     >>> curve = smooth_calibration_curve(y, p, n_bootstrap=50, random_state=0)
-    >>> curve
-    SmoothCalibrationCurve(smece=0.16..., 95% CI=(0.1..., 0.1...), sigma=0.16..., n_points=257)
+    >>> lo, hi = curve.smece_ci
+    >>> bool(lo <= curve.smece <= hi)
+    True
     >>> bool(np.all(curve.y_smooth_low <= curve.y_smooth_high))
     True
     """
@@ -247,7 +248,11 @@ def smooth_calibration_curve(
         sigma = check_sigma(sigma)
     n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_val=0)
     confidence_level = check_real(
-        confidence_level, "confidence_level", low=0, high=1, include_low=False,
+        confidence_level,
+        "confidence_level",
+        low=0,
+        high=1,
+        include_low=False,
         include_high=False,
     )
     data, tasks, geometry = _prepare(
@@ -255,7 +260,7 @@ def smooth_calibration_curve(
     )
     seeds = np.random.SeedSequence(_entropy(random_state)).spawn(len(tasks))
     curves = []
-    for (y, s, w), seed in zip(tasks, seeds):
+    for (y, s, w), seed in zip(tasks, seeds, strict=True):
         value, sig, stats = _sm.fit(y, s, w, geometry, sigma)
         scores, y_smooth, dens, _ = _sm.smooth_curve(stats, sig, geometry)
         curve = SmoothCalibrationCurve(
@@ -263,8 +268,15 @@ def smooth_calibration_curve(
         )
         if n_bootstrap:
             band = bootstrap_smooth_curves(
-                y, s, w, geometry, sigma_curve=sig, fixed_sigma=sigma,
-                n_bootstrap=n_bootstrap, seed=seed, n_jobs=n_jobs,
+                y,
+                s,
+                w,
+                geometry,
+                sigma_curve=sig,
+                fixed_sigma=sigma,
+                n_bootstrap=n_bootstrap,
+                seed=seed,
+                n_jobs=n_jobs,
             )
             alpha = 100 * (1 - confidence_level) / 2
             # Grid points with no data in any resample stay NaN (as y_smooth).
@@ -280,14 +292,14 @@ def smooth_calibration_curve(
             curve.confidence_level = confidence_level
         curves.append(curve)
     if multi_class == "classwise" and data.kind == "multiclass":
-        for curve, label in zip(curves, data.classes):
+        for curve, label in zip(curves, data.classes, strict=True):
             curve.label = label
         return curves
     return curves[0]
 
 
 def _entropy(random_state):
-    """Entropy for a SeedSequence from a user ``random_state`` (global RNG untouched)."""
+    """SeedSequence entropy from a user ``random_state`` (global RNG untouched)."""
     from .._validation import check_random_generator
 
     rng = check_random_generator(random_state)
