@@ -228,6 +228,15 @@ def smooth_calibration_curve(
     curve : SmoothCalibrationCurve or list of SmoothCalibrationCurve
         A list (one per class, with ``label`` set) for ``"classwise"``.
 
+    Notes
+    -----
+    The percentile interval reproduces the sampling spread of smECE (the
+    tests check its width against independent samples) but is not
+    bias-corrected: like every calibration-error estimate, smECE is biased
+    upward at small ``n`` (noise looks like miscalibration), so the interval
+    can sit above the population value. For a guarantee, use
+    :func:`calibration_error_bound`.
+
     Examples
     --------
     >>> import numpy as np
