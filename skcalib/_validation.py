@@ -593,3 +593,13 @@ def check_binned_options(norm, debias, squared):
             raise ValueError(
                 f"{flag}=True is only defined for norm='l2'; got norm={norm!r}."
             )
+
+
+def check_seed_sequence(random_state):
+    """A ``numpy.random.SeedSequence`` drawn from a user ``random_state``.
+
+    Parallel work spawns one child per task from it, so results do not depend
+    on ``n_jobs``. The global numpy RNG is never touched.
+    """
+    rng = check_random_generator(random_state)
+    return np.random.SeedSequence([int(x) for x in rng.integers(0, 2**32, size=4)])

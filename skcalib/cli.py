@@ -554,12 +554,8 @@ def compute_report(
     n_classes = len(data.classes)
     # The metric functions receive the canonical arrays, so that every measure
     # sees the same classes and positive label.
-    if binary:
-        y_c, p_c = data.y, data.proba
-        class_idx = np.array([0.0, 1.0])
-    else:
-        y_c, p_c = data.y, data.proba
-        class_idx = np.arange(n_classes)
+    y_c, p_c = data.y, data.proba
+    class_idx = np.array([0.0, 1.0]) if binary else np.arange(n_classes)
     w = data.weight
     weighted = sample_weight is not None
     kw_w = {"sample_weight": w} if weighted else {}
@@ -671,10 +667,8 @@ def compute_report(
     }
 
     if bound is not None:
-        if binary:
-            yb, sb = data.y, data.proba
-        else:
-            ((yb, sb, _),) = binary_tasks(data, "top-label")
+        # binary data give the positive-class task, multiclass the top-label one
+        ((yb, sb, _),) = binary_tasks(data, "top-label")
         progress.start(f"certified bound ({bound.upper()})")
         kw = {}
         if bound == "nw":
@@ -733,6 +727,17 @@ def format_table(report, *, title=None):
     Returns
     -------
     str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.cli import compute_report, format_table
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=400)
+    >>> y = rng.uniform(size=400) < p
+    >>> report, _ = compute_report(y, p, n_bootstrap=0, kde_max_samples=200)
+    >>> "smooth ECE" in format_table(report, title="demo")
+    True
     """
     m = report["metrics"]
     lines = []
@@ -858,7 +863,19 @@ def _scale(text):
 
 
 def build_parser():
-    """The ``argparse`` parser of the ``skcalib`` command."""
+    """The ``argparse`` parser of the ``skcalib`` command.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+
+    Examples
+    --------
+    >>> from skcalib.cli import build_parser
+    >>> args = build_parser().parse_args(["report", "preds.csv", "--bootstrap", "50"])
+    >>> args.file, args.bootstrap
+    ('preds.csv', 50)
+    """
     parser = argparse.ArgumentParser(
         prog="skcalib",
         description="Measure, certify and plot the calibration of a classifier.",

@@ -49,42 +49,6 @@ def bin_positions(s, M):
     return idx, theta
 
 
-def linear_binning(s, columns, M):
-    """Linear binning of several per-sample quantities onto the grid ``j / M``.
-
-    Parameters
-    ----------
-    s : ndarray of shape (n,)
-        Scores in [0, 1].
-    columns : sequence of ndarray of shape (n,)
-        Quantities to accumulate (e.g. ``w``, ``w * y``, ``w * s``).
-    M : int
-        Number of grid cells.
-
-    Returns
-    -------
-    hist : ndarray of shape (M + 1, len(columns))
-    """
-    hist = np.zeros((M + 1, len(columns)), dtype=np.float64)
-    for start in range(0, s.shape[0], _CHUNK):
-        stop = min(start + _CHUNK, s.shape[0])
-        idx, theta = bin_positions(s[start:stop], M)
-        accumulate(hist, idx, theta, [col[start:stop] for col in columns])
-    return hist
-
-
-def accumulate(hist, idx, theta, columns):
-    """Add linearly binned ``columns`` (at precomputed positions) to ``hist``."""
-    size = hist.shape[0]
-    for c, v in enumerate(columns):
-        # sum v (1 - theta) at idx and v theta at idx + 1, with two bincounts
-        h = np.bincount(idx, weights=v * theta, minlength=size)
-        hist[:, c] += np.bincount(idx, weights=v, minlength=size)
-        hist[:, c] -= h
-        hist[1:, c] += h[:-1]
-    return hist
-
-
 def calibration_statistics(y, s, w, M=FINE_M, *, scores=None):
     """Grid sufficient statistics ``(sum w, sum w*y, sum w*s)`` per grid point.
 

@@ -7,6 +7,8 @@ for every other name. sklearn's private scorer table is never touched.
 
 from __future__ import annotations
 
+import copy
+
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
 from sklearn.utils.metadata_routing import MetadataRequest
@@ -143,8 +145,6 @@ def get_scorer(scoring):
     make_scorer(roc_auc_score, response_method=('decision_function', 'predict_proba'))
     """
     if isinstance(scoring, str) and scoring in _SCORERS:
-        import copy
-
         return copy.deepcopy(_SCORERS[scoring])
     return _sklearn_get_scorer(scoring)
 

@@ -12,6 +12,7 @@ from .._validation import (
     check_int,
     check_multi_class,
     check_real,
+    check_seed_sequence,
     check_sigma,
 )
 from ._accumulator import any_dask, dask_metric
@@ -159,6 +160,18 @@ class SmoothCalibrationCurve:
     n_bootstrap, confidence_level : int, float
     label : object or None
         The class of a one-vs-rest curve (``multi_class="classwise"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics import smooth_calibration_curve
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=1000)
+    >>> curve = smooth_calibration_curve(rng.uniform(size=1000) < p, p)
+    >>> curve.scores.shape == curve.y_smooth.shape == curve.density.shape
+    True
+    >>> curve.smece == curve.sigma  # sigma* is the SmoothECE
+    True
     """
 
     def __init__(self, **fields):
@@ -267,7 +280,7 @@ def smooth_calibration_curve(
     data, tasks, geometry = _prepare(
         y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric
     )
-    seeds = np.random.SeedSequence(_entropy(random_state)).spawn(len(tasks))
+    seeds = check_seed_sequence(random_state).spawn(len(tasks))
     curves = []
     for (y, s, w), seed in zip(tasks, seeds, strict=True):
         value, sig, stats = _sm.fit(y, s, w, geometry, sigma)
@@ -305,14 +318,6 @@ def smooth_calibration_curve(
             curve.label = label
         return curves
     return curves[0]
-
-
-def _entropy(random_state):
-    """SeedSequence entropy from a user ``random_state`` (global RNG untouched)."""
-    from .._validation import check_random_generator
-
-    rng = check_random_generator(random_state)
-    return [int(x) for x in rng.integers(0, 2**32, size=4)]
 
 
 register_scorer("neg_smooth_ece", CalibrationScorer(smooth_ece))
