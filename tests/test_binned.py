@@ -142,3 +142,16 @@ def test_multiclass_classwise_and_top_label():
 def test_bad_parameters(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         binned_calibration_error([0, 1], [0.2, 0.7], **kwargs)
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "max"])
+def test_unit_and_constant_weights_equal_no_weights_for_quantile_bins(norm):
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=1500)
+    y = (rng.uniform(size=1500) < s**2).astype(int)
+    kw = dict(n_bins=5, strategy="quantile", norm=norm)
+    base = binned_calibration_error(y, s, **kw)
+    assert binned_calibration_error(y, s, sample_weight=np.ones(1500), **kw) == base
+    assert binned_calibration_error(
+        y, s, sample_weight=np.full(1500, 3.0), **kw
+    ) == pytest.approx(base, rel=1e-12)

@@ -11,15 +11,16 @@ def uniform_edges(n_bins):
     return np.linspace(0.0, 1.0, n_bins + 1)
 
 
-def quantile_edges(s, w, n_bins, unweighted):
+def quantile_edges(s, w, n_bins):
     """Bin edges at the (weighted) quantiles of the scores.
 
-    Unweighted data use linear interpolation between order statistics (numpy's
-    default, as in ``sklearn.calibration.calibration_curve``); weighted data use
-    the inverse of the weighted empirical cdf.
+    Equal weights use linear interpolation between order statistics (numpy's
+    default, as in ``sklearn.calibration.calibration_curve``), so unit weights
+    and no weights give the same bins; unequal weights use the inverse of the
+    weighted empirical cdf.
     """
     q = np.linspace(0.0, 1.0, n_bins + 1)
-    if unweighted:
+    if np.all(w == w[0]):
         return np.percentile(s, 100 * q)
     return np.quantile(s, q, weights=w, method="inverted_cdf")
 

@@ -125,13 +125,12 @@ def binned_calibration_error(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
     n_bins = _n_bins(n_bins, data.n_samples)
-    unweighted = sample_weight is None
     values, tables = [], []
     for y, s, w in binary_tasks(data, multi_class):
         if strategy == "uniform":
             edges = uniform_edges(n_bins)
         else:
-            edges = quantile_edges(s, w, n_bins, unweighted)
+            edges = quantile_edges(s, w, n_bins)
         table = bin_table(y, s, w, edges)
         values.append(binned_error_value(table, norm, debias, squared))
         tables.append(table_as_dict(table))
