@@ -46,9 +46,8 @@ def brute_nw_fold(sT, yT, sV, hw, h, delta_f):
         m1, m2, nu = np.dot(w, d), np.dot(w, d * d), np.sqrt(np.sum(w * w))
         g.append(min(1.0, L1 * abs(m1) + L2 / 2 * m2 + nu / 2))
     err, g = np.array(err), np.array(g)
-    return (
-        err.mean() + g.mean() + bernstein(err, delta_f / 2) + bernstein(g, delta_f / 2)
-    )
+    slack = g.mean() + bernstein(err, delta_f / 2) + bernstein(g, delta_f / 2)
+    return err.mean() + slack, err.mean() - slack  # upper, lower
 
 
 def brute_tv_fold(sT, yT, sV, delta_f, V):
@@ -68,7 +67,8 @@ def brute_tv_fold(sT, yT, sV, delta_f, V):
     ptb = (V + v_hat) * np.sqrt(np.log(2 / d) / (2 * n)) + np.sqrt(
         np.log(2 / d) / (2 * n)
     )
-    return err.mean() + bernstein(err, d) + tvb + ptb
+    slack = bernstein(err, d) + tvb + ptb
+    return err.mean() + slack, err.mean() - slack  # upper, lower
 
 
 def split(d, fold, k):
@@ -90,12 +90,17 @@ def test_nw_matches_brute_force(n, n_splits):
         random_state=11,
     )
     fold = folds_like_the_library(n, n_splits, 11)
-    uppers = []
+    uppers, lowers = [], []
     for k, info in enumerate(b.per_fold):
         sT, yT, sV = split(d, fold, k)
-        uppers.append(brute_nw_fold(sT, yT, sV, info["bandwidth"], H, 0.1 / n_splits))
-        assert info["upper"] == pytest.approx(uppers[-1], rel=1e-10)
+        up, lo = brute_nw_fold(sT, yT, sV, info["bandwidth"], H, 0.1 / n_splits)
+        uppers.append(up)
+        lowers.append(lo)
+        assert info["upper"] == pytest.approx(up, rel=1e-10)
+        assert info["lower"] == pytest.approx(lo, rel=1e-10, abs=1e-12)
     assert b.upper == pytest.approx(np.mean(uppers), rel=1e-10)
+    # The lower bound flips the signs of the slack terms, clipped at 0.
+    assert b.lower == pytest.approx(max(0.0, np.mean(lowers)), rel=1e-10, abs=1e-12)
     assert b.upper == pytest.approx(sum(b.terms.values()), rel=1e-12)
 
 
@@ -112,12 +117,19 @@ def test_tv_matches_brute_force(variation):
         random_state=5,
     )
     fold = folds_like_the_library(n, n_splits, 5)
-    uppers = [
-        brute_tv_fold(*split(d, fold, k), 0.05 / n_splits, variation)
-        for k in range(n_splits)
-    ]
+    uppers, lowers = zip(
+        *[
+            brute_tv_fold(*split(d, fold, k), 0.05 / n_splits, variation)
+            for k in range(n_splits)
+        ],
+        strict=True,
+    )
     np.testing.assert_allclose([f["upper"] for f in b.per_fold], uppers, rtol=1e-8)
+    np.testing.assert_allclose(
+        [f["lower"] for f in b.per_fold], lowers, rtol=1e-8, atol=1e-10
+    )
     assert b.upper == pytest.approx(np.mean(uppers), rel=1e-8)
+    assert b.lower == pytest.approx(max(0.0, np.mean(lowers)), rel=1e-8, abs=1e-10)
 
 
 def test_lipschitz_bucket_candidate_matches_brute_force():

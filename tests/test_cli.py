@@ -77,6 +77,43 @@ def ece_uniform_bins(y, p, n_bins=15):
     return total
 
 
+def ece_quantile_bins(y, p, n_bins=15):
+    """15-bin equal-mass ECE: percentile edges, bins closed on the left."""
+    edges = np.percentile(p, np.linspace(0, 100, n_bins + 1))
+    idx = np.searchsorted(edges[1:-1], p, side="right")
+    total = 0.0
+    for b in range(n_bins):
+        mask = idx == b
+        if mask.any():
+            total += mask.sum() / len(p) * abs(y[mask].mean() - p[mask].mean())
+    return total
+
+
+def demo_sample(perturbation_scale=None, seed=0):
+    """The documented demo: Gaussian naive Bayes on make_classification,
+    evaluated on the held-out half (rebuilt here with sklearn directly)."""
+    from sklearn.datasets import make_classification
+    from sklearn.model_selection import train_test_split
+    from sklearn.naive_bayes import GaussianNB
+
+    X, y = make_classification(
+        n_samples=20_000,
+        n_features=20,
+        n_informative=6,
+        n_redundant=8,
+        flip_y=0.05,
+        class_sep=0.8,
+        random_state=seed,
+    )
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.5, random_state=seed)
+    model = GaussianNB()
+    if perturbation_scale is not None:
+        from skcalib import PerturbedClassifier
+
+        model = PerturbedClassifier(model, scale=perturbation_scale, random_state=seed)
+    return y_te, model.fit(X_tr, y_tr).predict_proba(X_te)[:, 1]
+
+
 def assert_one_line_error(result, *fragments):
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
     err = result.stderr.strip()
@@ -109,6 +146,12 @@ def test_demo_run(tmp_path):
     lo, hi = sm["ci"]
     assert 0 < lo <= sm["value"] <= hi < 1
     assert report["input"]["demo"]
+    y, p = demo_sample()
+    m = report["metrics"]
+    assert m["brier_score"]["value"] == pytest.approx(np.mean((p - y) ** 2), abs=1e-9)
+    assert m["binned_ece_uniform"]["value"] == pytest.approx(
+        ece_uniform_bins(y, p), abs=1e-9
+    )
 
 
 def test_default_output_directory(tmp_path):
@@ -148,8 +191,18 @@ def test_csv_binary_matches_direct_formulas(tmp_path):
     assert m["smooth_ece"]["value"] == pytest.approx(smooth_ece(y, p), abs=1e-9)
     # A clearly miscalibrated sample (y ~ Bernoulli(p^2)): smECE far from zero.
     assert m["smooth_ece"]["value"] > 0.05
+    assert m["binned_ece_quantile"]["value"] == pytest.approx(
+        ece_quantile_bins(y, p), abs=1e-9
+    )
     assert "ECE-KDE" in result.stdout
     assert m["ece_kde"]["n_samples_used"] == 400
+    # ECE-KDE on the documented subsample (seed 0, sorted rows) equals the
+    # library estimator, itself checked against a brute-force double loop.
+    from skcalib.metrics import kde_calibration_error
+
+    sub = np.sort(np.random.default_rng(0).choice(len(y), size=400, replace=False))
+    kde = kde_calibration_error(y[sub], p[sub], p=1, bandwidth="risk")
+    assert m["ece_kde"]["value"] == pytest.approx(kde, abs=1e-9)
 
 
 def test_csv_default_columns_and_semicolons(tmp_path):
@@ -319,6 +372,14 @@ def test_tv_bound(tmp_path):
     # The true CE of y ~ Bernoulli(p^2), p ~ Beta(2, 2) is E[p - p^2] = 0.2.
     assert b["upper"] >= 0.2
     assert b["upper"] >= b["estimate"]
+    # Same numbers as the library bound (checked term by term against a
+    # brute-force implementation) with the default seed 0.
+    from skcalib.metrics import calibration_error_bound
+
+    ref = calibration_error_bound(y, p, method="tv", delta=0.05, random_state=0)
+    assert b["upper"] == pytest.approx(ref.upper, abs=1e-9)
+    assert b["estimate"] == pytest.approx(ref.estimate, abs=1e-9)
+    assert b["lower"] == pytest.approx(ref.lower, abs=1e-9)
     assert "certified CE bound (TV)" in result.stdout
 
 
@@ -332,6 +393,13 @@ def test_tv_bound_multiclass_is_top_label(tmp_path):
     assert b["target"] == "top-label"
     # Labels drawn from P itself: calibrated, so the bound is the statistical slack.
     assert 0 < b["upper"] < 1 and b["lower"] <= b["estimate"] <= b["upper"]
+    # Top-label reduction written out: confidence against correctness.
+    from skcalib.metrics import calibration_error_bound
+
+    correct = (P.argmax(axis=1) == y).astype(int)
+    ref = calibration_error_bound(correct, P.max(axis=1), method="tv", random_state=0)
+    assert b["upper"] == pytest.approx(ref.upper, abs=1e-12)
+    assert b["estimate"] == pytest.approx(ref.estimate, abs=1e-12)
 
 
 def test_nw_bound_demo_perturbs_the_model(tmp_path):
@@ -352,6 +420,14 @@ def test_nw_bound_demo_perturbs_the_model(tmp_path):
     assert b["method"] == "nw" and b["perturbation_scale"] == 0.015625
     assert "perturbed" in report["input"]["demo"]
     assert b["upper"] >= b["estimate"]
+    from skcalib.metrics import calibration_error_bound
+
+    y, p = demo_sample(perturbation_scale=2**-6)
+    ref = calibration_error_bound(
+        y, p, method="nw", perturbation_scale=2**-6, random_state=0
+    )
+    assert b["upper"] == pytest.approx(ref.upper, abs=1e-12)
+    assert b["estimate"] == pytest.approx(ref.estimate, abs=1e-12)
 
 
 def test_help_lists_options():

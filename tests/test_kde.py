@@ -483,6 +483,18 @@ def test_risk_selector_returns_grid_value():
     res = kde_calibration_error(y, f, bandwidth="risk", return_details=True)
     assert res.bandwidth in BANDWIDTH_GRID
     assert isinstance(res, KDECalibrationResult)
+    # The chosen value maximises the risk criterion written out directly
+    # (as in test_risk_criterion_matches_direct_formula) over the whole grid.
+    E = np.eye(4)[y]
+    t = ((E - f) ** 2).sum(axis=1)
+    crit = []
+    for g in BANDWIDTH_GRID:
+        R = dirichlet_nw(f, y, np.ones(len(y)), None, g, leave_one_out=True).ratio
+        v = 1 - 2 * (R * f).sum(axis=1) + (f * f).sum(axis=1)
+        crit.append(-((v - t) ** 2).sum())
+    assert res.bandwidth == BANDWIDTH_GRID[int(np.argmax(crit))]
+    fixed = kde_calibration_error(y, f, bandwidth=res.bandwidth)
+    assert res.value == pytest.approx(fixed, abs=1e-14)
 
 
 # ---------------------------------------------------------------------------

@@ -415,6 +415,8 @@ def test_select_scale_scores_match_manual_cv(cancer):
     manual = cross_val_score(model, X, y, cv=cv, scoring="roc_auc")
     assert_allclose(res.base_scores, manual)
     assert res.scores.shape == (3, 4)
+    # The loss is the mean unperturbed score minus the mean perturbed one.
+    assert_allclose(res.score_loss, manual.mean() - res.scores.mean(axis=1))
     # Scale 1 is close to uniform noise; 2**-9 costs next to nothing.
     assert res.score_loss[0] < 0.005
     assert res.score_loss[2] > 0.05

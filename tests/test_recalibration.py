@@ -269,6 +269,29 @@ def test_canonical_bandwidth_options(bandwidth):
     assert rc.method_ == "canonical"
     if isinstance(bandwidth, float):
         assert rc.bandwidth_ == bandwidth
+    else:
+        # The grid value maximising the criterion written out directly: the
+        # leave-one-out log-likelihood of the Dirichlet kernel density ("mle")
+        # or minus the squared risk-alignment residuals ("risk").
+        from scipy.special import logsumexp
+
+        from skcalib._backend.bandwidth import BANDWIDTH_GRID
+        from skcalib._backend.kernels import dirichlet_log_kernel
+        from skcalib._backend.smoothing import dirichlet_nw
+
+        n = len(y)
+        crit = []
+        for g in BANDWIDTH_GRID:
+            if bandwidth == "mle":
+                L = dirichlet_log_kernel(F, F, g)
+                np.fill_diagonal(L, -np.inf)
+                crit.append(np.sum(logsumexp(L, axis=1) - np.log(n - 1)))
+            else:
+                t = ((np.eye(4)[y] - F) ** 2).sum(axis=1)
+                R = dirichlet_nw(F, y, np.ones(n), None, g, leave_one_out=True).ratio
+                v = 1 - 2 * (R * F).sum(axis=1) + (F * F).sum(axis=1)
+                crit.append(-((v - t) ** 2).sum())
+        assert rc.bandwidth_ == BANDWIDTH_GRID[int(np.argmax(crit))]
     Q = rc.transform(F[:50])
     assert np.all((Q > 0) & (Q < 1))
 

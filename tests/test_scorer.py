@@ -5,7 +5,13 @@ import pytest
 import sklearn
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, KFold, cross_val_score, cross_validate
+from sklearn.model_selection import (
+    GridSearchCV,
+    KFold,
+    StratifiedKFold,
+    cross_val_score,
+    cross_validate,
+)
 
 from skcalib.metrics import (
     binned_calibration_error,
@@ -67,6 +73,15 @@ def test_cross_val_score_and_cross_validate(binary_data):
     )
     for n in SCORERS:
         assert np.all(res[f"test_{n}"] <= 0)
+    # Each fold's score is minus the metric of a model refit on that fold's
+    # training part (cv=3 on a classifier is an unshuffled StratifiedKFold).
+    for k, (train, test) in enumerate(StratifiedKFold(3).split(X, y)):
+        proba = LogisticRegression().fit(X[train], y[train]).predict_proba(X[test])
+        ref = -smooth_ece(y[test], proba[:, 1])
+        assert scores[k] == pytest.approx(ref)
+        for n, metric in SCORERS.items():
+            expected = -metric(y[test], proba[:, 1])
+            assert res[f"test_{n}"][k] == pytest.approx(expected)
 
 
 def test_grid_search_refit(binary_data):

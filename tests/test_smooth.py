@@ -157,6 +157,11 @@ def test_multiclass_reductions():
     assert cw == pytest.approx(ref)
     val, sig = smooth_ece(y, P, multi_class="classwise", return_sigma=True)
     assert sig.shape == (4,)
+    assert val == pytest.approx(ref)
+    # Each class's sigma* is the fixed point sigma = smECE_sigma of its own
+    # one-vs-rest problem (the binary root is checked by brute force above).
+    per_class = [smooth_ece((y == k).astype(int), P[:, k]) for k in range(4)]
+    np.testing.assert_allclose(sig, per_class, atol=1e-9)
 
 
 # ---------------------------------------------------------------------------
@@ -274,6 +279,15 @@ def test_classwise_curves():
     y = np.array(["x", "y", "z"])[[rng.choice(3, p=p) for p in P]]
     curves = smooth_calibration_curve(y, P, multi_class="classwise")
     assert [c.label for c in curves] == ["x", "y", "z"]
+    # Each panel is the one-vs-rest curve of its class: brute-force
+    # Nadaraya-Watson at the curve's own bandwidth.
+    w = np.ones(len(y))
+    for k, c in enumerate(curves):
+        yk, sk = (y == c.label).astype(float), P[:, k]
+        t = c.scores[::32]
+        K = _reflected_kernel(t, sk, c.sigma)
+        np.testing.assert_allclose(c.y_smooth[::32], (K @ yk) / (K @ w), atol=2e-4)
+        assert c.smece == pytest.approx(smooth_ece(yk, sk), abs=1e-9)
 
 
 @pytest.mark.parametrize(
