@@ -582,7 +582,7 @@ def encode_class_labels(y, *, name="y"):
         classes, index = np.unique(y, return_inverse=True)
     except TypeError:
         raise TypeError(f"{name} mixes label types that cannot be compared.") from None
-    return classes, index.astype(np.uint8)
+    return classes, index.astype(np.intp)
 
 
 def check_binned_options(norm, debias, squared):
@@ -603,3 +603,87 @@ def check_seed_sequence(random_state):
     """
     rng = check_random_generator(random_state)
     return np.random.SeedSequence([int(x) for x in rng.integers(0, 2**32, size=4)])
+
+
+def check_kde_options(p, bandwidth, multi_class, debias, root, chunk_size, n_jobs):
+    """Options of the ECE-KDE estimate; returns ``(p, bandwidth, debias)``.
+
+    ``bandwidth`` is ``"mle"``, ``"risk"`` or a positive float; ``debias="auto"``
+    means ``p == 2``, and ``debias=True`` needs ``p == 2``.
+    """
+    p = check_real(p, "p", low=1.0)
+    if isinstance(bandwidth, str):
+        bandwidth = check_multi_class(bandwidth, ("mle", "risk"), name="bandwidth")
+    elif isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
+        raise TypeError(
+            f"bandwidth must be 'mle', 'risk' or a positive float; got {bandwidth!r}."
+        )
+    else:
+        bandwidth = check_real(bandwidth, "bandwidth", low=0.0, include_low=False)
+    check_multi_class(multi_class, ("canonical", "classwise", "top-label"))
+    if isinstance(debias, str):
+        if debias != "auto":
+            raise ValueError(f"debias must be 'auto', True or False; got {debias!r}.")
+        debias = p == 2
+    elif not isinstance(debias, (bool, np.bool_)):
+        raise TypeError(f"debias must be 'auto', True or False; got {debias!r}.")
+    elif debias and p != 2:
+        raise ValueError(
+            f"debias=True needs p=2 (the U-statistic exists for the squared error "
+            f"only); got p={p:g}."
+        )
+    if not isinstance(root, (bool, np.bool_)):
+        raise TypeError(f"root must be True or False; got {root!r}.")
+    if chunk_size is not None:
+        check_int(chunk_size, "chunk_size", min_val=1)
+    if n_jobs is not None:
+        check_int(n_jobs, "n_jobs")
+    return p, bandwidth, bool(debias)
+
+
+def as_probability_columns(X):
+    """A 1-D input (list, array, Series) becomes one column; anything else as is.
+
+    A recalibrator reads one column as the positive-class probability of a
+    binary problem; other shapes are left to the feature validation.
+    """
+    if getattr(X, "ndim", None) == 1 or (
+        not hasattr(X, "ndim") and not hasattr(X, "__array__") and np.ndim(X) == 1
+    ):
+        return np.asarray(X).reshape(-1, 1)
+    return X
+
+
+def check_column_labels(y, n_samples, n_columns, *, name="y"):
+    """Labels of the rows of a probability matrix with ``n_columns`` columns.
+
+    All labels present: they are the classes, sorted. Fewer labels than columns
+    (e.g. a fold where a class is absent) is only understood when the labels
+    are column indices, integers in ``[0, n_columns)``.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_columns,)
+    index : ndarray of shape (n_samples,), dtype intp
+        Column of each row's label.
+    """
+    present, index = encode_class_labels(y, name=name)
+    if index.shape[0] != n_samples:
+        raise ValueError(
+            f"X and {name} have inconsistent numbers of samples: {n_samples} and "
+            f"{index.shape[0]}."
+        )
+    if present.shape[0] == n_columns:
+        return present, index
+    if (
+        present.shape[0] < n_columns
+        and present.dtype.kind in "biuf"
+        and present.min() >= 0
+        and present.max() < n_columns
+    ):
+        return np.arange(n_columns), present[index].astype(np.intp)
+    raise ValueError(
+        f"{name} has {present.shape[0]} distinct labels but X has {n_columns} "
+        "probability columns; pass one column per class (in sorted label order), "
+        f"or labels that are column indices 0..{n_columns - 1}."
+    )

@@ -200,6 +200,21 @@ def calibration_function(s, *, problem="u2", perturbation_scale=None):
 def score_density(s, *, problem="u2", perturbation_scale=None):
     """Density of the (perturbed) score on [0, 1].
 
+    Parameters
+    ----------
+    s : array-like
+        Points at which to evaluate the density (0 outside [0, 1]).
+    problem : str, default="u2"
+        One of :data:`PROBLEMS`.
+    perturbation_scale : float, default=None
+        Scale ``h`` of the sech perturbation; ``None`` for the original
+        (uniform) scores.
+
+    Returns
+    -------
+    density : ndarray
+        Same shape as ``s``.
+
     Examples
     --------
     >>> from skcalib.datasets import score_density
@@ -219,6 +234,18 @@ def true_calibration_error(problem="u2", *, perturbation_scale=None):
 
     Accurate to about 1e-6 (the integrand has kinks where ``η(s)`` crosses
     ``s``).
+
+    Parameters
+    ----------
+    problem : str, default="u2"
+        One of :data:`PROBLEMS`.
+    perturbation_scale : float, default=None
+        Scale ``h`` of the sech perturbation; ``None`` for the original
+        scores.
+
+    Returns
+    -------
+    calibration_error : float
 
     Examples
     --------

@@ -19,15 +19,16 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, get_tags, indexable
-from sklearn.utils.metadata_routing import (
-    MetadataRouter,
-    MethodMapping,
-    _routing_enabled,
-    process_routing,
-)
-from sklearn.utils.validation import check_is_fitted, has_fit_parameter
+from sklearn.utils.validation import check_is_fitted
 
-from ._backend.kernels import sech_sample
+from ._backend.perturbation import perturb_proba
+from ._meta import (
+    align_proba_columns,
+    copy_fitted_attributes,
+    default_estimator,
+    estimator_router,
+    route_fit_params,
+)
 from ._validation import check_random_generator, check_real
 
 __all__ = [
@@ -37,85 +38,10 @@ __all__ = [
 ]
 
 DEFAULT_SCALE = 2.0**-6
-# Relative gap kept between the perturbed top-label confidence and the runner-up.
-_TIE_MARGIN = 1e-12
 
 
 def _check_scale(scale, name="scale"):
     return check_real(scale, name, low=0.0, high=1.0, include_low=False)
-
-
-def perturb_proba(proba, scale, rng):
-    """Perturb a probability matrix with the truncated sech kernel.
-
-    Binary (two columns): the positive-class probability ``p`` is replaced by a
-    draw from the sech kernel of scale ``scale`` around ``p`` on [0, 1].
-    ``K >= 3`` columns: the top-label confidence ``c`` is replaced by a draw from
-    the sech kernel of scale ``scale`` around ``c`` truncated to ``[1/K, 1]``
-    (the range a top-label confidence can take); the other classes share the
-    remaining mass in proportion to their base probabilities, shrunk towards an
-    even split only as far as needed to keep the top class on top.
-
-    Parameters
-    ----------
-    proba : ndarray of shape (n_samples, n_classes)
-        Base probabilities (rows sum to one). Not modified.
-    scale : float
-        Kernel scale ``h`` in (0, 1].
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    ndarray of shape (n_samples, n_classes)
-    """
-    proba = np.asarray(proba, dtype=np.float64)
-    n, n_classes = proba.shape
-    if n_classes == 1 or n == 0:
-        return proba.copy()
-    if n_classes == 2:
-        s = sech_sample(np.clip(proba[:, 1], 0.0, 1.0), scale, rng)
-        out = np.empty((n, 2))
-        out[:, 1] = s
-        np.subtract(1.0, s, out=out[:, 0])
-        return out
-
-    rows = np.arange(n)
-    top = np.argmax(proba, axis=1)
-    conf = proba[rows, top]
-    low = 1.0 / n_classes
-    # An affine map of [1/K, 1] onto [0, 1] carries the sech kernel of scale h
-    # to the sech kernel of scale h / (1 - 1/K): the smoothness lemma, which only
-    # involves the kernel shape, holds on the shorter interval with scale h.
-    t0 = np.clip((conf - low) / (1.0 - low), 0.0, 1.0)
-    new_conf = low + (1.0 - low) * sech_sample(t0, scale / (1.0 - low), rng)
-
-    rest = proba.copy()
-    rest[rows, top] = 0.0
-    rest_mass = rest.sum(axis=1)
-    left = 1.0 - new_conf
-    even = left / (n_classes - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(rest_mass > 0.0, left / rest_mass, 0.0)
-    out = rest * ratio[:, None]
-    # A one-hot base row has no proportions to keep: split the mass evenly.
-    empty = rest_mass <= 0.0
-    out[empty] = even[empty, None]
-    out[empty, top[empty]] = 0.0
-    # If a runner-up would reach the new confidence, mix towards the even split
-    # (whose share is <= the confidence since it is >= 1/K) until it is just
-    # below: a tie would let argmax pick another class than the perturbed one.
-    runner_up = out.max(axis=1)
-    cap = new_conf * (1.0 - _TIE_MARGIN)
-    over = runner_up > cap
-    if np.any(over):
-        with np.errstate(divide="ignore"):
-            # All others equal to the even share: the gap is 0, lam -> 1.
-            lam = (runner_up[over] - cap[over]) / (runner_up[over] - even[over])
-        lam = np.minimum(lam, 1.0)
-        out[over] = (1.0 - lam[:, None]) * out[over] + lam[:, None] * even[over, None]
-        out[over, top[over]] = 0.0
-    out[rows, top] = new_conf
-    return out
 
 
 class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -216,12 +142,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.random_state = random_state
 
     def _get_estimator(self):
-        if self.estimator is None:
-            estimator = LogisticRegression()
-            if _routing_enabled():
-                estimator.set_fit_request(sample_weight=True)
-            return estimator
-        return self.estimator
+        return default_estimator(self.estimator)
 
     def fit(self, X, y, sample_weight=None, **fit_params):
         """Fit the base estimator.
@@ -251,20 +172,9 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"estimator must be a classifier with fit and predict_proba, got "
                 f"{estimator!r}."
             )
-        if _routing_enabled():
-            routed = process_routing(
-                self, "fit", sample_weight=sample_weight, **fit_params
-            )
-            base_params = routed.estimator.fit
-        else:
-            base_params = dict(fit_params)
-            if sample_weight is not None:
-                if not has_fit_parameter(estimator, "sample_weight"):
-                    raise TypeError(
-                        f"sample_weight was given but {type(estimator).__name__}"
-                        ".fit does not accept it."
-                    )
-                base_params["sample_weight"] = sample_weight
+        base_params, _ = route_fit_params(
+            self, estimator, sample_weight, fit_params, strict=True
+        )
 
         if isinstance(estimator, FrozenEstimator):
             self.estimator_ = estimator
@@ -272,17 +182,8 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             X, y = indexable(X, y)
             self.estimator_ = clone(estimator).fit(X, y, **base_params)
 
-        if not hasattr(self.estimator_, "predict_proba"):
-            raise TypeError(
-                "estimator must implement predict_proba; "
-                f"{type(self.estimator_).__name__} does not."
-            )
+        copy_fitted_attributes(self, self.estimator_)
         self.classes_ = self.estimator_.classes_
-        # Features are validated by the base estimator, which may accept input
-        # (text, mixed-type frames) that generic validation here would reject.
-        for attr in ("n_features_in_", "feature_names_in_"):
-            if hasattr(self.estimator_, attr):
-                setattr(self, attr, getattr(self.estimator_, attr))
         return self
 
     def predict_proba(self, X):
@@ -325,10 +226,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         routing : sklearn.utils.metadata_routing.MetadataRouter
         """
-        return MetadataRouter(owner=self).add(
-            estimator=self._get_estimator(),
-            method_mapping=MethodMapping().add(caller="fit", callee="fit"),
-        )
+        return estimator_router(self, self._get_estimator())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -378,6 +276,8 @@ class PerturbationScaleResult:
         perturbation; for comparison.
     n_samples : int
         Number of samples the bounds use.
+    bounds : tuple of CalibrationBound
+        The full certified bound of each scale (empty if not computed).
     """
 
     scales: np.ndarray
@@ -447,17 +347,36 @@ def _check_scales(scales):
     return np.unique(arr)
 
 
+class _KnownProba(FrozenEstimator):
+    """A frozen classifier whose ``predict_proba`` of one ``X`` is already known.
+
+    Every scale perturbs the same held-out base probabilities: the base model
+    predicts them once instead of once per scale and per scorer call.
+    """
+
+    def __init__(self, estimator, X=None, proba=None):
+        super().__init__(estimator)
+        self.X = X
+        self.proba = proba
+
+    def predict_proba(self, X):
+        if X is self.X:
+            return self.proba.copy()
+        return self.estimator.predict_proba(X)
+
+
 def _fold_scores(base, X, y, train, test, scales, scorer, seed):
     X_train, y_train = _safe_indexing(X, train), _safe_indexing(y, train)
     X_test, y_test = _safe_indexing(X, test), _safe_indexing(y, test)
     frozen = FrozenEstimator(clone(base).fit(X_train, y_train))
     base_score = scorer(frozen, X_test, y_test)
     base_proba = frozen.predict_proba(X_test)
+    known = _KnownProba(frozen, X_test, base_proba)
     scores, probas = [], []
     for scale in scales:
         # One seed for every scale: the draws are coupled through the same
         # uniforms, so differences between scales are not blurred by noise.
-        clf = PerturbedClassifier(frozen, scale=scale, random_state=seed)
+        clf = PerturbedClassifier(known, scale=scale, random_state=seed)
         clf.fit(X_train, y_train)
         scores.append(scorer(clf, X_test, y_test))
         probas.append(clf.predict_proba(X_test))
@@ -600,13 +519,12 @@ def select_perturbation_scale(
 
     def pooled(k):
         # Columns of each split's model follow its own classes_; align them.
-        blocks = []
-        for fold in folds:
-            proba = fold[1] if k is None else fold[3][k]
-            block = np.zeros((proba.shape[0], classes.size))
-            block[:, np.searchsorted(classes, fold[4])] = proba
-            blocks.append(block)
-        return np.concatenate(blocks)
+        return np.concatenate(
+            [
+                align_proba_columns(f[1] if k is None else f[3][k], f[4], classes)
+                for f in folds
+            ]
+        )
 
     bound_seed = int(rng.integers(0, 2**32 - 1))
     bounds = Parallel(n_jobs=n_jobs)(

@@ -22,16 +22,10 @@ from sklearn.base import (
     clone,
 )
 from sklearn.frozen import FrozenEstimator
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import _safe_indexing, column_or_1d, get_tags, indexable
-from sklearn.utils.metadata_routing import (
-    MetadataRouter,
-    MethodMapping,
-    _routing_enabled,
-    process_routing,
-)
+from sklearn.utils.metadata_routing import MethodMapping
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_method_params,
@@ -45,13 +39,21 @@ from ._backend.bandwidth import BANDWIDTH_GRID, select_dirichlet_bandwidth
 from ._backend.grid import calibration_statistics
 from ._backend.smece import GridGeometry, solve_sigma
 from ._backend.smoothing import dirichlet_nw
+from ._meta import (
+    align_proba_columns,
+    copy_fitted_attributes,
+    default_estimator,
+    estimator_router,
+    route_fit_params,
+)
 from ._validation import (
+    as_probability_columns,
+    check_column_labels,
     check_multi_class,
     check_probability_matrix,
     check_real,
     check_sample_weight,
     check_sigma,
-    encode_class_labels,
 )
 
 __all__ = ["KernelRecalibrator", "RecalibratedClassifier"]
@@ -61,38 +63,6 @@ _GRID_BANDWIDTHS = ("auto", "smece")
 _DIRICHLET_BANDWIDTHS = ("auto", "mle", "risk")
 # Points used by the multiclass bandwidth selectors (O(m^2 K) per candidate).
 _DIRICHLET_MAX_SAMPLES = 3000
-
-
-def _as_2d(X):
-    """A 1-D input (list, array, Series) becomes one column; anything else as is."""
-    if getattr(X, "ndim", None) == 1 or (
-        not hasattr(X, "ndim") and not hasattr(X, "__array__") and np.ndim(X) == 1
-    ):
-        return np.asarray(X).reshape(-1, 1)
-    return X
-
-
-def _resolve_classes(present, n_classes):
-    """Class labels for the columns of a probability matrix with ``n_classes`` columns.
-
-    All labels present: they are the classes, sorted. Fewer labels than columns
-    (e.g. a fold where a class is absent) is only understood when the labels
-    are column indices, integers in ``[0, n_classes)``.
-    """
-    if present.shape[0] == n_classes:
-        return present
-    if (
-        present.shape[0] < n_classes
-        and present.dtype.kind in "biuf"
-        and present.min() >= 0
-        and present.max() < n_classes
-    ):
-        return np.arange(n_classes)
-    raise ValueError(
-        f"y has {present.shape[0]} distinct labels but X has {n_classes} probability "
-        "columns; pass one column per class (in sorted label order), or labels "
-        f"that are column indices 0..{n_classes - 1}."
-    )
 
 
 class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -271,7 +241,11 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _check_X(self, X, *, reset):
         X = validate_data(
-            self, _as_2d(X), reset=reset, dtype=np.float64, ensure_all_finite=True
+            self,
+            as_probability_columns(X),
+            reset=reset,
+            dtype=np.float64,
+            ensure_all_finite=True,
         )
         # Validated above (shape, finiteness, names); now as probabilities.
         return check_probability_matrix(X, name="X")
@@ -340,20 +314,13 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "None."
             )
         P = self._check_X(X, reset=True)
-        present, y_idx = encode_class_labels(y)
-        if y_idx.shape[0] != P.shape[0]:
-            raise ValueError(
-                f"X and y have inconsistent numbers of samples: {P.shape[0]} and "
-                f"{y_idx.shape[0]}."
-            )
         n, K = P.shape
+        classes, y_idx = check_column_labels(y, n, K)
         # Weights count as frequencies (integer weights = repeated rows), so
         # the pseudo-observation's share of the total weight is c / sum(w).
         w = check_sample_weight(sample_weight, n)
         prior = check_real(self.pseudo_count, "pseudo_count", low=0.0) / w.sum()
-        self.classes_ = _resolve_classes(present, K)
-        if self.classes_ is not present:  # labels are column indices
-            y_idx = present[y_idx].astype(np.intp)
+        self.classes_ = classes
         method = self._resolve_method(K)
         bandwidth = self._check_bandwidth(method)
         self.method_scores_ = None
@@ -411,8 +378,7 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 for k, (m, _, stats) in enumerate(fits)
             ]
         )
-        Q = _rc.finalize_proba(Q, eps)
-        return float(-(w * np.log(Q[np.arange(len(y_idx)), y_idx])).sum() / w.sum())
+        return _rc.weighted_log_loss(_rc.finalize_proba(Q, eps), y_idx, w)
 
     @staticmethod
     def _fit_grid(y, s, w, bandwidth, eps, prior):
@@ -529,13 +495,7 @@ def _is_one_dimensional(calibrator):
 
 def _full_proba(estimator, X, classes):
     """``predict_proba`` with one column per class of ``classes`` (absent ones 0)."""
-    P = np.asarray(estimator.predict_proba(X), dtype=np.float64)
-    est_classes = estimator.classes_
-    if est_classes.shape[0] == classes.shape[0]:
-        return P
-    out = np.zeros((P.shape[0], classes.shape[0]))
-    out[:, np.searchsorted(classes, est_classes)] = P
-    return out
+    return align_proba_columns(estimator.predict_proba(X), estimator.classes_, classes)
 
 
 def _fit_calibrator(calibrator, P, y_idx, sample_weight):
@@ -584,10 +544,7 @@ def _apply_calibrators(calibrators, P):
             "The calibrator returned NaN or infinite probabilities (for "
             "IsotonicRegression, use out_of_bounds='clip')."
         )
-    Q = np.clip(Q, 0.0, 1.0)
-    total = Q.sum(axis=1, keepdims=True)
-    # All-zero rows (every one-vs-rest calibrator says 0): no information left.
-    return np.divide(Q, total, out=np.full_like(Q, 1.0 / n_classes), where=total > 0)
+    return _rc.normalize_rows(Q)
 
 
 class _CalibratedPair:
@@ -707,12 +664,7 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         self.n_jobs = n_jobs
 
     def _get_estimator(self):
-        if self.estimator is None:
-            estimator = LogisticRegression()
-            if _routing_enabled():
-                estimator.set_fit_request(sample_weight=True)
-            return estimator
-        return self.estimator
+        return default_estimator(self.estimator)
 
     def _get_calibrator(self):
         return KernelRecalibrator() if self.calibrator is None else self.calibrator
@@ -765,19 +717,12 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, y_idx.shape[0])
 
-        if _routing_enabled():
-            routed = process_routing(
-                self, "fit", sample_weight=sample_weight, **fit_params
-            )
-            est_params = routed.estimator.fit
-            split_params = routed.splitter.split
-        else:
-            est_params = dict(fit_params)
-            if sample_weight is not None and has_fit_parameter(
-                estimator, "sample_weight"
-            ):
-                est_params["sample_weight"] = sample_weight
-            split_params = {}
+        # Without routing, weights the estimator cannot take still serve the
+        # calibrator.
+        est_params, routed = route_fit_params(
+            self, estimator, sample_weight, fit_params, strict=False
+        )
+        split_params = {} if routed is None else routed.splitter.split
 
         ensemble = self.ensemble
         frozen = isinstance(estimator, FrozenEstimator)
@@ -837,15 +782,7 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                     )
                 ]
 
-        first = self.calibrated_classifiers_[0].estimator
-        if not hasattr(first, "predict_proba"):
-            raise TypeError(
-                "estimator must implement predict_proba; "
-                f"{type(first).__name__} does not."
-            )
-        for attr in ("n_features_in_", "feature_names_in_"):
-            if hasattr(first, attr):
-                setattr(self, attr, getattr(first, attr))
+        copy_fitted_attributes(self, self.calibrated_classifiers_[0].estimator)
         return self
 
     def predict_proba(self, X):
@@ -891,12 +828,8 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         routing : sklearn.utils.metadata_routing.MetadataRouter
         """
         return (
-            MetadataRouter(owner=self)
+            estimator_router(self, self._get_estimator())
             .add_self_request(self)
-            .add(
-                estimator=self._get_estimator(),
-                method_mapping=MethodMapping().add(caller="fit", callee="fit"),
-            )
             .add(
                 splitter=self.cv,
                 method_mapping=MethodMapping().add(caller="fit", callee="split"),

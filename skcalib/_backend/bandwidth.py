@@ -21,6 +21,7 @@ from .smoothing import (
     DirichletCentres,
     chunk_statistics,
     default_chunk_size,
+    label_squared_error,
     map_chunks,
 )
 
@@ -97,8 +98,7 @@ def select_dirichlet_bandwidth(
     total = centres.row_total_weight(centres.order)
     # In sorted order: t_j = ||e_y - f||^2 and ||f||^2 for the risk criterion.
     f_sq = np.einsum("ij,ij->i", Fs, Fs)
-    f_at_y = Fs[np.arange(m), yy]
-    target = 1.0 - 2.0 * f_at_y + f_sq
+    target = label_squared_error(Fs, yy)
     shifts = [centres.column_shift(b) for b in grid]
     if chunk_size is None:
         chunk_size = default_chunk_size(m)

@@ -65,3 +65,37 @@ def tv_transfer_term(n_train, delta2, delta3, variation, fitted_variation):
     return float(
         (variation + fitted_variation) * dkw(n_train, delta2) + dkw(n_train, delta3)
     )
+
+
+def smoother_fold_terms(n_valid, error_moments, smoother_moments, delta_fold):
+    """Additive terms of a smoother-based fold bound (NW and Lipschitz buckets).
+
+    ``error_moments`` and ``smoother_moments`` are ``(mean, variance)`` of
+    ``|η̂(s) - s|`` and of the smoother error bound ``g`` over the ``n_valid``
+    held-out scores; each gets an empirical Bernstein term at ``delta_fold / 2``.
+    """
+    (mean_err, var_err), (mean_g, var_g) = error_moments, smoother_moments
+    return {
+        "validation_error": float(mean_err),
+        "validation_deviation": empirical_bernstein(n_valid, delta_fold / 2, var_err),
+        "smoother_error": float(mean_g),
+        "smoother_deviation": empirical_bernstein(n_valid, delta_fold / 2, var_g),
+    }
+
+
+def tv_fold_terms(n_valid, error_moments, n_train, delta, variation, fitted_variation):
+    """Additive terms of a total-variation fold bound, each at ``delta``
+    (= a quarter of the fold's failure probability).
+
+    ``error_moments`` is ``(mean, variance)`` of ``|s - η̂(s)|`` over the
+    ``n_valid`` held-out scores.
+    """
+    mean_err, var_err = error_moments
+    return {
+        "validation_error": float(mean_err),
+        "validation_deviation": empirical_bernstein(n_valid, delta, var_err),
+        "tv_estimation": tv_estimation_term(n_train, delta, variation),
+        "tv_transfer": tv_transfer_term(
+            n_train, delta, delta, variation, fitted_variation
+        ),
+    }

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from .binning import BinTable, assign_bins
-from .grid import statistics_from_cells
+from .grid import bin_positions, statistics_from_cells
+from .window import nw_error_bound
 
 # Moments per cell and label slot: sum w, sum w theta, sum w theta^2,
 # number of samples, sum w^2 (theta = fractional position in the cell).
@@ -305,9 +306,7 @@ def add_fold_cell_sums(out, fold, s, y):
     """
     n_splits, M = out.shape[1], out.shape[2]
     size = n_splits * M
-    x = np.multiply(s, M, dtype=np.float64)
-    cell = np.minimum(x.astype(np.intp), M - 1)
-    theta = x - cell
+    cell, theta = bin_positions(s, M)
     key = fold * M + cell
     out[0] += np.bincount(key, minlength=size).reshape(n_splits, M)
     out[1] += np.bincount(key, weights=theta, minlength=size).reshape(n_splits, M)
@@ -386,13 +385,6 @@ def cell_window_tables(prefix, r):
     return count, wsum("y") / safe, p0, np.maximum(q0, 0.0)
 
 
-def nw_g(count, m1, m2, lip1, lip2):
-    """``g = min(1, L1 |m1| + (L2 / 2) m2 + nu / 2)``, 1 on empty windows."""
-    safe = np.maximum(count, 1.0)
-    g = lip1 * np.abs(m1) + 0.5 * lip2 * m2 + 0.5 / np.sqrt(safe)
-    return np.where(count > 0, np.minimum(g, 1.0), 1.0)
-
-
 def select_window_cells(prefix, candidates, lip1, lip2):
     """Window half-width (in cells) minimising the mean of ``g`` over the
     training points, evaluated at the cell centres (uses the training part
@@ -402,7 +394,7 @@ def select_window_cells(prefix, candidates, lip1, lip2):
     best, best_crit = candidates[0], np.inf
     for r in candidates:
         count, _, p0, q0 = cell_window_tables(prefix, int(r))
-        crit = (weight * nw_g(count, p0, q0, lip1, lip2)).sum()
+        crit = (weight * nw_error_bound(count, p0, q0, lip1, lip2)).sum()
         if crit < best_crit:
             best, best_crit = int(r), crit
     return best
@@ -414,16 +406,15 @@ def nw_validation_terms(tables, fold, s, lip1, lip2):
     ``(n_splits, M)``)."""
     count, eta, p0, q0 = tables
     M = count.shape[1]
-    x = np.multiply(s, M, dtype=np.float64)
-    cell = np.minimum(x.astype(np.intp), M - 1)
-    d = (x - cell - 0.5) / M
+    cell, theta = bin_positions(s, M)
+    d = (theta - 0.5) / M
     key = fold * M + cell
     n_w = count.ravel()[key]
     pk = p0.ravel()[key]
     m1 = pk - d
     m2 = np.maximum(q0.ravel()[key] - 2.0 * d * pk + d * d, 0.0)
     err = np.where(n_w > 0, np.abs(eta.ravel()[key] - s), 0.0)
-    return err, nw_g(n_w, m1, m2, lip1, lip2)
+    return err, nw_error_bound(n_w, m1, m2, lip1, lip2)
 
 
 def moments_by_group(values, group, n_groups):
@@ -464,10 +455,3 @@ def keep_smallest(priority, columns, k):
         columns = [c[idx] for c in columns]
     order = np.argsort(priority, kind="stable")
     return priority[order], [c[order] for c in columns]
-
-
-def step_extension(s_sorted, values, s):
-    """Value of the training point closest at or below each ``s`` (the first
-    one below the range)."""
-    j = np.searchsorted(s_sorted, s, side="right") - 1
-    return values[np.clip(j, 0, s_sorted.shape[0] - 1)]

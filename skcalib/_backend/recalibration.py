@@ -360,3 +360,19 @@ def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0, pri
         "n_used": centres.n,
     }
     return float(grid[best]), info
+
+
+def normalize_rows(Q):
+    """Clip to [0, 1] and divide each row by its sum.
+
+    A row that is all zeros (every one-vs-rest map says 0) carries no
+    information and becomes the even split.
+    """
+    Q = np.clip(Q, 0.0, 1.0)
+    total = Q.sum(axis=1, keepdims=True)
+    return np.divide(Q, total, out=np.full_like(Q, 1.0 / Q.shape[1]), where=total > 0)
+
+
+def weighted_log_loss(Q, y_idx, w):
+    """``-sum_i w_i log Q[i, y_i] / sum_i w_i`` (``Q`` already clipped above 0)."""
+    return float(-(w * np.log(Q[np.arange(y_idx.shape[0]), y_idx])).sum() / w.sum())

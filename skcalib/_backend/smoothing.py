@@ -358,3 +358,22 @@ def _smooth(
         log_density=log_density,
         pair_agreement=stats.get("pairs"),
     )
+
+
+def label_squared_error(F, y):
+    """``||e_{y_j} - f_j||²`` per row, for class indices ``y``."""
+    return 1.0 - 2.0 * F[np.arange(F.shape[0]), y] + np.einsum("ij,ij->i", F, F)
+
+
+def kde_error_terms(F, y, result, p, debias):
+    """Per-sample terms of the ECE-KDE estimate of ``CE_p^p``.
+
+    ``result`` is the leave-one-out :func:`dirichlet_nw` of ``(F, y)``. The
+    plug-in term is ``sum_k |R_jk - f_jk|^p``; the debiased ``p = 2`` term uses
+    ``E||e_y - f||² - 1 + E||E[e_y|f]||² = E||E[e_y|f] - f||²`` with the last
+    moment estimated without the diagonal (``i = i'``) pairs
+    (``pair_agreement=True``).
+    """
+    if debias:
+        return label_squared_error(F, y) - 1.0 + result.pair_agreement
+    return (np.abs(result.ratio - F) ** p).sum(axis=1)

@@ -15,7 +15,15 @@ import importlib.util
 
 import numpy as np
 
-__all__ = ["tv_denoise", "total_variation", "HAVE_NUMBA"]
+from .concentration import tv_constants
+
+__all__ = [
+    "tv_denoise",
+    "total_variation",
+    "fit_tv_surrogate",
+    "step_extension",
+    "HAVE_NUMBA",
+]
 
 
 def _condat(y, lam, x):  # pragma: no cover - compiled or exercised via wrappers
@@ -155,3 +163,40 @@ def total_variation(v):
     """``sum_i |v[i+1] - v[i]|``."""
     v = np.asarray(v, dtype=np.float64)
     return float(np.abs(np.diff(v)).sum()) if v.shape[0] > 1 else 0.0
+
+
+def fit_tv_surrogate(y_sorted, delta1, *, monotone=False):
+    """Surrogate ``η̂`` of the total-variation bound on labels sorted by score.
+
+    Total-variation denoising with the penalty ``t2`` of
+    :func:`.concentration.tv_constants` (``λ = t2 / n`` on the
+    ``(1 / 2n) ||y - v||²`` scale), or, with ``monotone=True``, isotonic
+    regression, which satisfies the same bound for ``V = 1``.
+
+    Returns
+    -------
+    v : ndarray of shape (n,)
+        Fitted values at the sorted training points.
+    fitted_variation : float
+        Total variation of ``v``.
+    penalty : float or None
+        ``λ`` (``None`` for the isotonic fit).
+    """
+    n_train = y_sorted.shape[0]
+    if monotone:
+        # A pure function on arrays (no estimator object): the fast exact
+        # pool-adjacent-violators solver.
+        from sklearn.isotonic import isotonic_regression
+
+        v = isotonic_regression(y_sorted, y_min=0.0, y_max=1.0, increasing=True)
+        return v, float(v[-1] - v[0]), None
+    _, t2 = tv_constants(n_train, delta1)
+    v = tv_denoise(y_sorted, t2)
+    return v, total_variation(v), t2 / n_train
+
+
+def step_extension(s_sorted, values, s):
+    """Value of the training point closest at or below each ``s`` (the first
+    one below the range)."""
+    j = np.searchsorted(s_sorted, s, side="right") - 1
+    return values[np.clip(j, 0, s_sorted.shape[0] - 1)]

@@ -106,3 +106,69 @@ def nw_error_bound(count, m1, m2, lip1, lip2):
     safe = np.maximum(count, 1)
     g = lip1 * np.abs(m1) + 0.5 * lip2 * m2 + 0.5 / np.sqrt(safe)
     return np.where(count == 0, 1.0, np.minimum(g, 1.0))
+
+
+# -- uniform buckets (the Lipschitz baseline) ----------------------------------
+def fine_cells(s, n_fine):
+    """Index of the cell of ``s`` among ``n_fine`` uniform cells (1 in the last)."""
+    return np.minimum((s * n_fine).astype(np.int64), n_fine - 1)
+
+
+def bucket_prefix_sums(s_train, y_train, n_fine):
+    """Prefix sums over the fine cells of the training counts and label sums."""
+    cells = fine_cells(s_train, n_fine)
+    cum_n = np.concatenate([[0], np.cumsum(np.bincount(cells, minlength=n_fine))])
+    cum_y = np.concatenate(
+        [[0.0], np.cumsum(np.bincount(cells, weights=y_train, minlength=n_fine))]
+    )
+    return cum_n, cum_y
+
+
+def bucket_edges(n_buckets, shift, n_shifts, n_fine):
+    """Edges (in fine cells) of ``n_buckets`` uniform buckets shifted by
+    ``shift / n_shifts`` of a bucket, clipped to ``[0, n_fine]``.
+
+    ``n_fine`` must be a multiple of ``n_buckets * n_shifts``.
+    """
+    per_bucket = n_fine // n_buckets
+    inner = (np.arange(n_buckets + 1) * n_shifts + shift) * (per_bucket // n_shifts)
+    return np.unique(np.clip(np.concatenate([[0], inner, [n_fine]]), 0, n_fine))
+
+
+def bucket_smoother(prefix, edges, cells, s, lipschitz):
+    """Bucket means ``η̂`` at scores ``s`` (fine cells ``cells``) and the bound
+    ``g = min(1, L width + 1 / (2 sqrt(count)))`` on ``E|η̂ - η|``.
+
+    ``prefix`` comes from :func:`bucket_prefix_sums`; an empty bucket gives
+    ``η̂ = s`` and ``g = 1``.
+    """
+    cum_n, cum_y = prefix
+    n_fine = cum_n.shape[0] - 1
+    counts = np.diff(cum_n[edges])
+    ysums = np.diff(cum_y[edges])
+    widths = np.diff(edges) / n_fine
+    b = np.searchsorted(edges, cells, side="right") - 1
+    c = counts[b]
+    safe = np.maximum(c, 1)
+    eta = np.where(c > 0, ysums[b] / safe, s)
+    g = np.where(
+        c > 0, np.minimum(1.0, lipschitz * widths[b] + 0.5 / np.sqrt(safe)), 1.0
+    )
+    return eta, g
+
+
+def exclusion(s_sorted, y_sorted, mask):
+    """The ``exclude`` argument of :func:`window_moments` leaving out the
+    points of ``s_sorted`` where ``mask`` is true."""
+    mask_cumsum = np.concatenate([[0], np.cumsum(mask)])
+    return mask_cumsum, window_prefix_sums(s_sorted[mask], y_sorted[mask])
+
+
+def select_half_width(s_sorted, prefix, query, grid, lip1, lip2, exclude=None):
+    """Half-width of ``grid`` minimising the mean of :func:`nw_error_bound`
+    over the ``query`` points (the first one on ties)."""
+    crit = np.empty(grid.shape[0])
+    for j, hw in enumerate(grid):
+        count, _, m1, m2 = window_moments(s_sorted, prefix, query, hw, exclude)
+        crit[j] = nw_error_bound(count, m1, m2, lip1, lip2).mean()
+    return float(grid[int(np.argmin(crit))])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import binary_tasks, check_multi_class
+from .._validation import binary_tasks
 from ..metrics import binned_calibration_error
 from ._plotting import ReliabilityDisplayBase, merge_style
 
@@ -177,6 +177,20 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         Returns
         -------
         display : BinnedReliabilityDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from skcalib.display import BinnedReliabilityDisplay
+        >>> disp = BinnedReliabilityDisplay(
+        ...     mean_score=np.array([0.25, 0.8]), mean_label=np.array([0.0, 1.0]),
+        ...     bin_weight=np.array([2.0, 2.0]), bin_edges=np.array([0.0, 0.5, 1.0]),
+        ...     bin_index=np.array([0, 1]), error=0.225, name="model")
+        >>> disp = disp.plot(density_panel=True)
+        >>> disp.line_.get_label(), len(disp.bars_)
+        ('model (ECE = 0.225)', 2)
+        >>> plt.close(disp.figure_)
         """
         return self._plot(
             ax,
@@ -257,7 +271,6 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         if data.kind == "multiclass" and multi_class == "classwise":
             # One panel per class, each with its own one-vs-rest error (the
             # metric itself reports their mean).
-            check_multi_class(multi_class, ("top-label", "classwise"))
             per_class = [
                 binned_calibration_error(y, s, sample_weight=w, **options)
                 for y, s, w in binary_tasks(data, "classwise")

@@ -7,7 +7,7 @@ import numpy as np
 from .._validation import check_calibration_inputs, check_random_generator, check_real
 from ..metrics import binned_calibration_error
 from ..metrics._bounds import calibration_error_bound
-from ._plotting import merge_style, pyplot
+from ._plotting import hide_spines, level_text, merge_style, pyplot
 
 __all__ = ["CalibrationBoundDisplay"]
 
@@ -167,6 +167,18 @@ class CalibrationBoundDisplay:
         Returns
         -------
         display : CalibrationBoundDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> from skcalib.display import CalibrationBoundDisplay
+        >>> disp = CalibrationBoundDisplay(
+        ...     methods=["tv"], upper=[0.2], estimate=[0.1],
+        ...     terms=[{"validation_error": 0.1, "validation_deviation": 0.06,
+        ...             "tv_estimation": 0.04}]).plot()
+        >>> sorted(disp.bars_)
+        ['approximation', 'concentration', 'estimate']
+        >>> plt.close(disp.figure_)
         """
         if ax is None:
             _, ax = pyplot().subplots()
@@ -180,8 +192,7 @@ class CalibrationBoundDisplay:
         if name is not None:
             ax.set_title(name)
         if despine:
-            for side in ("top", "right"):
-                ax.spines[side].set_visible(False)
+            hide_spines(ax)
         ax.legend(loc="best", fontsize="small")
         return self
 
@@ -241,7 +252,7 @@ class CalibrationBoundDisplay:
         ax.set_ylim(
             0, 1.15 * max(max(self.upper), self.true_ce or 0, self.binned_ece or 0)
         )
-        level = "" if self.delta is None else f" ({100 * (1 - self.delta):g}%)"
+        level = "" if self.delta is None else f" ({level_text(1 - self.delta)})"
         ax.set_ylabel("Calibration error: certified upper bound" + level)
 
     def _plot_sizes(self, ax, line_kwargs):
@@ -337,38 +348,30 @@ class CalibrationBoundDisplay:
         Returns
         -------
         display : CalibrationBoundDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from skcalib.display import CalibrationBoundDisplay
+        >>> rng = np.random.default_rng(0)
+        >>> s = rng.uniform(size=5000)
+        >>> y = rng.uniform(size=5000) < s
+        >>> disp = CalibrationBoundDisplay.from_predictions(y, s, random_state=0)
+        >>> [t.get_text() for t in disp.ax_.get_xticklabels()]
+        ['TV']
+        >>> bool(disp.upper[0] > disp.estimate[0])
+        True
+        >>> plt.close(disp.figure_)
         """
-        data, methods, rng = _prepare(
-            y_true,
-            y_score,
-            pos_label,
-            methods,
-            perturbation_scale,
-            lipschitz,
-            random_state,
-        )
-        bounds, ece = _evaluate(
-            data.y,
-            data.proba,
-            methods,
-            n_bins,
-            perturbation_scale=perturbation_scale,
-            lipschitz=lipschitz,
-            delta=delta,
-            n_splits=n_splits,
-            rng=rng,
-            n_jobs=n_jobs,
-        )
+        data, _, evaluate, common = _prepare(locals())
+        bounds, ece = evaluate(data.y, data.proba)
         disp = cls(
-            methods=methods,
             upper=[b.upper for b in bounds],
             estimate=[b.estimate for b in bounds],
             terms=[dict(b.terms) for b in bounds],
             binned_ece=ece,
-            n_bins=n_bins,
-            true_ce=_check_true_ce(true_ce),
-            delta=delta,
-            name=name,
+            **common,
         )
         return disp.plot(ax=ax, bar_kwargs=bar_kwargs, despine=despine)
 
@@ -430,15 +433,8 @@ pos_label, n_splits, random_state, n_jobs, name, ax, despine
         True
         >>> plt.close(disp.figure_)
         """
-        data, methods, rng = _prepare(
-            y_true,
-            y_score,
-            pos_label,
-            methods,
-            perturbation_scale,
-            lipschitz,
-            random_state,
-        )
+        data, rng, evaluate, common = _prepare(locals())
+        methods = common["methods"]
         n_total = data.n_samples
         if sample_sizes is None:
             sizes = np.geomspace(min(1000, n_total), n_total, 6)
@@ -455,66 +451,69 @@ pos_label, n_splits, random_state, n_jobs, name, ax, despine
         estimate = np.empty_like(upper)
         ece = np.empty(sizes.size)
         for j, size in enumerate(sizes):
-            bounds, ece[j] = _evaluate(
-                data.y[order[:size]],
-                data.proba[order[:size]],
-                methods,
-                n_bins,
-                perturbation_scale=perturbation_scale,
-                lipschitz=lipschitz,
-                delta=delta,
-                n_splits=n_splits,
-                rng=rng,
-                n_jobs=n_jobs,
-            )
+            bounds, ece[j] = evaluate(data.y[order[:size]], data.proba[order[:size]])
             upper[:, j] = [b.upper for b in bounds]
             estimate[:, j] = [b.estimate for b in bounds]
         disp = cls(
-            methods=methods,
             upper=list(upper),
             estimate=list(estimate),
             sample_sizes=sizes,
             binned_ece=ece,
-            n_bins=n_bins,
-            true_ce=_check_true_ce(true_ce),
-            delta=delta,
-            name=name,
+            **common,
         )
         return disp.plot(ax=ax, bar_kwargs=line_kwargs, despine=despine)
 
 
-def _prepare(
-    y_true, y_score, pos_label, methods, perturbation_scale, lipschitz, random_state
-):
-    """Validated binary problem, the methods to draw and the random generator."""
+def _prepare(args):
+    """Validated problem, random generator, evaluation and constructor options.
+
+    ``args`` are the arguments of a public ``from_*`` method. The evaluation
+    maps ``(y, s)`` to the certified bound of each method and the binned ECE.
+    """
     data = check_calibration_inputs(
-        y_true, y_score, pos_label=pos_label, require_binary=True
+        args["y_true"],
+        args["y_score"],
+        pos_label=args["pos_label"],
+        require_binary=True,
     )
+    methods = args["methods"]
     if methods is None:
-        methods = _default_methods(perturbation_scale, lipschitz)
-    return data, list(methods), check_random_generator(random_state)
+        methods = _default_methods(args["perturbation_scale"], args["lipschitz"])
+    methods = list(methods)
+    rng = check_random_generator(args["random_state"])
+    keys = ("perturbation_scale", "lipschitz", "delta", "n_splits", "n_jobs")
+    options = {k: args[k] for k in keys}
+    options["random_state"] = rng
+
+    def evaluate(y, s):
+        return _evaluate(y, s, methods, args["n_bins"], **options)
+
+    common = {
+        "methods": methods,
+        "n_bins": args["n_bins"],
+        "true_ce": _check_true_ce(args["true_ce"]),
+        "delta": args["delta"],
+        "name": args["name"],
+    }
+    return data, rng, evaluate, common
 
 
 def _evaluate(y, s, methods, n_bins, *, perturbation_scale, lipschitz, **kwargs):
     """Certified bound of each method and the binned ECE of one sample."""
-    bounds = []
-    for method in methods:
+    bounds = [
         # Each method only receives the constants it uses.
-        bounds.append(
-            calibration_error_bound(
-                y,
-                s,
-                method=method,
-                perturbation_scale=(
-                    perturbation_scale if method in ("nw", "lipschitz") else None
-                ),
-                lipschitz=lipschitz if method == "lipschitz" else None,
-                delta=kwargs["delta"],
-                n_splits=kwargs["n_splits"],
-                random_state=kwargs["rng"],
-                n_jobs=kwargs["n_jobs"],
-            )
+        calibration_error_bound(
+            y,
+            s,
+            method=method,
+            perturbation_scale=(
+                perturbation_scale if method in ("nw", "lipschitz") else None
+            ),
+            lipschitz=lipschitz if method == "lipschitz" else None,
+            **kwargs,
         )
+        for method in methods
+    ]
     return bounds, binned_calibration_error(y, s, n_bins=n_bins)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..perturbation import PerturbationScaleResult, select_perturbation_scale
-from ._plotting import merge_style, pyplot
+from ._plotting import hide_spines, level_text, merge_style, pyplot
 
 __all__ = ["PerturbationDisplay"]
 
@@ -141,6 +141,20 @@ class PerturbationDisplay:
         Returns
         -------
         display : PerturbationDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> from skcalib.display import PerturbationDisplay
+        >>> disp = PerturbationDisplay(
+        ...     scales=[0.01, 0.1], score_mean=[0.9, 0.88], score_std=[0.01, 0.01],
+        ...     base_score=0.9, tolerance=0.01, recommended_scale=0.01,
+        ...     bound_upper=[0.2, 0.1])
+        >>> fig, ax = plt.subplots()
+        >>> disp = disp.plot(ax=ax)
+        >>> disp.bound_ax_ is not ax
+        True
+        >>> plt.close(fig)
         """
         ax, bax = self._axes(ax)
         self.ax_, self.figure_ = ax, ax.figure
@@ -226,7 +240,7 @@ class PerturbationDisplay:
                     self.recommended_scale, color="black", linestyle="-.", linewidth=1
                 )
                 bax.legend(loc="best", fontsize="small")
-            level = "" if self.delta is None else f" ({100 * (1 - self.delta):g}%)"
+            level = "" if self.delta is None else f" ({level_text(1 - self.delta)})"
             bax.set_ylabel("Calibration error" + level)
             tops = [np.nanmax(self.bound_upper), self.base_bound_upper or 0.0]
             # Head room for the legend above the highest line.
@@ -244,9 +258,7 @@ class PerturbationDisplay:
         if despine:
             for a in (ax, self.bound_ax_):
                 if a is not None:
-                    a.spines["top"].set_visible(False)
-                    if not self._twin:
-                        a.spines["right"].set_visible(False)
+                    hide_spines(a, ("top",) if self._twin else ("top", "right"))
         return self
 
     def _axes(self, ax):
@@ -285,6 +297,21 @@ class PerturbationDisplay:
         Returns
         -------
         display : PerturbationDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> from sklearn.datasets import make_classification
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from skcalib import select_perturbation_scale
+        >>> from skcalib.display import PerturbationDisplay
+        >>> X, y = make_classification(n_samples=2000, random_state=0)
+        >>> result = select_perturbation_scale(
+        ...     LogisticRegression(), X, y, scales=[2**-6, 2**-3], cv=3, random_state=0)
+        >>> disp = PerturbationDisplay.from_result(result, name="LogisticRegression")
+        >>> disp.ax_.get_title()
+        'LogisticRegression'
+        >>> plt.close(disp.figure_)
         """
         if not isinstance(result, PerturbationScaleResult):
             raise TypeError(
@@ -345,6 +372,19 @@ n_jobs
         Returns
         -------
         display : PerturbationDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> from sklearn.datasets import make_classification
+        >>> from sklearn.naive_bayes import GaussianNB
+        >>> from skcalib.display import PerturbationDisplay
+        >>> X, y = make_classification(n_samples=2000, random_state=0)
+        >>> disp = PerturbationDisplay.from_estimator(
+        ...     GaussianNB(), X, y, scales=[2**-6, 2**-3], cv=3, random_state=0)
+        >>> disp.bound_line_.get_label()
+        'Certified bound (nw)'
+        >>> plt.close(disp.figure_)
         """
         result = select_perturbation_scale(
             estimator,

@@ -50,12 +50,22 @@ def merge_style(defaults, user):
     return out
 
 
+def hide_spines(ax, sides=("top", "right")):
+    """Hide the given spines of ``ax``."""
+    for side in sides:
+        ax.spines[side].set_visible(False)
+
+
 def despine(ax):
     """Hide the top and right spines; keep the others on the unit interval."""
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    hide_spines(ax)
     for side in ("bottom", "left"):
         ax.spines[side].set_bounds(0, 1)
+
+
+def level_text(confidence_level):
+    """``"95%"`` for a confidence level of 0.95 (``""`` for ``None``)."""
+    return "" if confidence_level is None else f"{100 * confidence_level:g}%"
 
 
 def as_list(value, n=None):
@@ -216,20 +226,6 @@ def predict_proba_of(estimator, X, pos_label, name):
         pos_label = classes[-1]
     name = type(estimator).__name__ if name is None else name
     return proba, classes, pos_label, name
-
-
-def validated_problem(
-    y_true, y_proba, *, sample_weight, pos_label, labels, binary_only
-):
-    """The validated problem (:class:`~skcalib._validation.CalibrationData`)."""
-    return check_calibration_inputs(
-        y_true,
-        y_proba,
-        sample_weight=sample_weight,
-        pos_label=pos_label,
-        labels=labels,
-        require_binary=binary_only,
-    )
 
 
 def cv_folds(cv_results, X, y, sample_weight):
@@ -421,8 +417,7 @@ class ReliabilityDisplayBase:
         if despine_:
             despine(ax)
             if dax is not None:
-                for side in ("top", "right"):
-                    dax.spines[side].set_visible(False)
+                hide_spines(dax)
         return ref
 
     _density_label = "Density"
@@ -452,7 +447,7 @@ class ReliabilityDisplayBase:
             "pos_label": spec["pos_label"],
             "labels": labels,
         }
-        data = validated_problem(y_true, y_proba, binary_only=False, **common)
+        data = check_calibration_inputs(y_true, y_proba, **common)
         records = cls._compute(
             y_true,
             y_proba,

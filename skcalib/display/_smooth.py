@@ -6,7 +6,7 @@ import numpy as np
 
 from .._validation import check_random_generator, check_real
 from ..metrics import smooth_calibration_curve
-from ._plotting import ReliabilityDisplayBase, merge_style
+from ._plotting import ReliabilityDisplayBase, level_text, merge_style
 
 __all__ = ["SmoothReliabilityDisplay"]
 
@@ -209,6 +209,23 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         Returns
         -------
         display : SmoothReliabilityDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from skcalib.display import SmoothReliabilityDisplay
+        >>> from skcalib.metrics import smooth_calibration_curve
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=1000)
+        >>> y = rng.uniform(size=1000) < p
+        >>> c = smooth_calibration_curve(y, p)
+        >>> disp = SmoothReliabilityDisplay(
+        ...     scores=c.scores, y_smooth=c.y_smooth, density=c.density, smece=c.smece
+        ... ).plot(name="model", density_width=0, despine=True)
+        >>> disp.line_.get_label(), disp.ribbon_
+        ('model (smECE = 0.0...)', None)
+        >>> plt.close(disp.figure_)
         """
         density_width = check_real(density_width, "density_width", low=0.0, high=1.0)
         return self._plot(
@@ -229,11 +246,11 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
     def _legend_details(self, records):
         out = []
         for r in records:
-            ci, level = r["smece_ci"], r["confidence_level"]
+            ci = r["smece_ci"]
             if ci is None:
                 out.append(None)
             else:
-                lvl = "" if level is None else f"{100 * level:g}% "
+                lvl = f"{level_text(r['confidence_level'])} ".lstrip()
                 # A second line keeps the legend narrower than the axes.
                 out.append(f"\n{lvl}CI [{ci[0]:.3f}, {ci[1]:.3f}]")
         return out

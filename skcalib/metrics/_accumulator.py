@@ -21,12 +21,7 @@ from sklearn.exceptions import NotFittedError
 
 from .._backend import smece as _sm
 from .._backend.binning import binned_error_value, table_as_dict, uniform_edges
-from .._backend.concentration import (
-    empirical_bernstein,
-    tv_constants,
-    tv_estimation_term,
-    tv_transfer_term,
-)
+from .._backend.concentration import smoother_fold_terms, tv_fold_terms
 from .._backend.distributed import (
     N_BIN_SUMS,
     N_SLOTS,
@@ -46,11 +41,11 @@ from .._backend.distributed import (
     node_statistics,
     nw_validation_terms,
     select_window_cells,
-    step_extension,
     stream_folds,
     stream_priority,
 )
 from .._backend.grid import FINE_M
+from .._backend.tv import fit_tv_surrogate, step_extension
 from .._validation import (
     check_binned_options,
     check_calibration_inputs,
@@ -761,16 +756,9 @@ class StreamingCalibrationBound:
         if n_train < 2:
             raise ValueError(f"Fold {k} has fewer than 2 training samples.")
         d = self.delta_ / self.n_splits_ / 4.0
-        from .._backend.tv import total_variation, tv_denoise
-
-        if self.assume == "monotone":
-            from sklearn.isotonic import isotonic_regression
-
-            v = isotonic_regression(y_train, y_min=0.0, y_max=1.0, increasing=True)
-            fitted_variation = float(v[-1] - v[0])
-        else:
-            v = tv_denoise(y_train, tv_constants(n_train, d)[1])
-            fitted_variation = total_variation(v)
+        v, fitted_variation, _ = fit_tv_surrogate(
+            y_train, d, monotone=self.assume == "monotone"
+        )
         return s_train, v, fitted_variation
 
     def partial_validate(self, y_proba, *, start=None):
@@ -865,14 +853,9 @@ class StreamingCalibrationBound:
         (mean_e, m2_e), (mean_g, m2_g) = moments
         delta_fold = self.delta_ / self.n_splits_
         if self.method == "nw":
-            bb_e = empirical_bernstein(n_v, delta_fold / 2, m2_e / n_v)
-            bb_g = empirical_bernstein(n_v, delta_fold / 2, m2_g / n_v)
-            terms = {
-                "validation_error": float(mean_e),
-                "validation_deviation": bb_e,
-                "smoother_error": float(mean_g),
-                "smoother_deviation": bb_g,
-            }
+            terms = smoother_fold_terms(
+                n_v, (mean_e, m2_e / n_v), (mean_g, m2_g / n_v), delta_fold
+            )
             r = int(self.window_cells_[k])
             extra = {
                 "n_train": int(self.n_samples_ - n_v),
@@ -882,15 +865,14 @@ class StreamingCalibrationBound:
             return terms, extra
         s_train, _, fitted_variation = self.fits_[k]
         n_train = s_train.shape[0]
-        d = delta_fold / 4.0
-        terms = {
-            "validation_error": float(mean_e),
-            "validation_deviation": empirical_bernstein(n_v, d, m2_e / n_v),
-            "tv_estimation": tv_estimation_term(n_train, d, self.variation_),
-            "tv_transfer": tv_transfer_term(
-                n_train, d, d, self.variation_, fitted_variation
-            ),
-        }
+        terms = tv_fold_terms(
+            n_v,
+            (mean_e, m2_e / n_v),
+            n_train,
+            delta_fold / 4.0,
+            self.variation_,
+            fitted_variation,
+        )
         return terms, {"n_train": int(n_train), "fitted_variation": fitted_variation}
 
     def result(self):

@@ -29,9 +29,35 @@ def certified_bound(
     correctness of the predicted class), the one :class:`PerturbedClassifier`
     perturbs.
 
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels.
+    y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probabilities (1-D: of the positive class).
+    labels : array-like of shape (n_classes,), default=None
+        Class labels of the columns of ``y_proba``.
+    method, perturbation_scale, assume, delta, n_splits, random_state
+        As in :func:`skcalib.metrics.calibration_error_bound`.
+    sample_weight : None
+        Not supported (a ValueError is raised): the bound is for unweighted
+        i.i.d. samples.
+
     Returns
     -------
     bound : CalibrationBound
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics._bound_scorer import certified_bound
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=4000)
+    >>> y = (rng.uniform(size=4000) < p).astype(int)   # calibrated scores
+    >>> bound = certified_bound(y, p, method="tv", assume="monotone",
+    ...                         random_state=0)
+    >>> bool(0.0 <= bound.estimate <= bound.upper < 1.0)
+    True
     """
     if sample_weight is not None:
         # The concentration inequalities behind the bound are for i.i.d.

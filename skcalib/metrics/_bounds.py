@@ -7,14 +7,19 @@ from dataclasses import dataclass, field
 import numpy as np
 from joblib import Parallel, delayed
 
-from .._backend.concentration import (
-    empirical_bernstein,
-    tv_constants,
-    tv_estimation_term,
-    tv_transfer_term,
+from .._backend.concentration import smoother_fold_terms, tv_fold_terms
+from .._backend.tv import fit_tv_surrogate, step_extension
+from .._backend.window import (
+    bucket_edges,
+    bucket_prefix_sums,
+    bucket_smoother,
+    exclusion,
+    fine_cells,
+    nw_error_bound,
+    select_half_width,
+    window_moments,
+    window_prefix_sums,
 )
-from .._backend.tv import total_variation, tv_denoise
-from .._backend.window import nw_error_bound, window_moments, window_prefix_sums
 from .._validation import (
     check_calibration_inputs,
     check_int,
@@ -65,6 +70,19 @@ class CalibrationBound:
     n_bins : ndarray of shape (n_splits,) or None
         Bucket count of each fold (``method="lipschitz"``).
     assume : str or None
+
+    Examples
+    --------
+    >>> from skcalib.datasets import make_calibration_problem
+    >>> from skcalib.metrics import calibration_error_bound
+    >>> prob = make_calibration_problem(5000, problem="u2", random_state=0)
+    >>> b = calibration_error_bound(prob.y_true, prob.y_proba, random_state=0)
+    >>> b.method, b.n_splits, len(b.per_fold)
+    ('tv', 5, 5)
+    >>> bool(abs(b.upper - sum(b.terms.values())) < 1e-12)
+    True
+    >>> bool(b.lower <= b.estimate <= b.upper)
+    True
     """
 
     upper: float
@@ -104,47 +122,32 @@ class CalibrationBound:
         return "\n".join(lines)
 
 
-def _validation_terms(err, delta_err):
-    """Mean of |η̂(s) - s| on V and its empirical Bernstein deviation."""
-    n = err.shape[0]
-    return float(err.mean()), empirical_bernstein(n, delta_err, err.var())
-
-
 def _smoother_fold(err, g, delta_fold):
     """Fold bound of the smoother-based methods (NW and Lipschitz buckets)."""
-    mean_err, bb_err = _validation_terms(err, delta_fold / 2)
-    mean_g, bb_g = _validation_terms(g, delta_fold / 2)
-    terms = {
-        "validation_error": mean_err,
-        "validation_deviation": bb_err,
-        "smoother_error": mean_g,
-        "smoother_deviation": bb_g,
-    }
-    lower = mean_err - bb_err - mean_g - bb_g
+    terms = smoother_fold_terms(
+        err.shape[0], (err.mean(), err.var()), (g.mean(), g.var()), delta_fold
+    )
+    lower = (
+        terms["validation_error"]
+        - terms["validation_deviation"]
+        - terms["smoother_error"]
+        - terms["smoother_deviation"]
+    )
     return terms, lower
-
-
-def _nw_select_bandwidth(s_sorted, prefix, exclude, query, lip1, lip2):
-    crit = np.empty(_NW_GRID.shape[0])
-    for j, hw in enumerate(_NW_GRID):
-        count, _, m1, m2 = window_moments(s_sorted, prefix, query, hw, exclude)
-        crit[j] = nw_error_bound(count, m1, m2, lip1, lip2).mean()
-    return float(_NW_GRID[int(np.argmin(crit))])
 
 
 def _nw_fold(s_sorted, y_sorted, held_out, s_valid, delta_fold, *, scale, prefix):
     """NW fold on the whole sorted sample with the held-out fold subtracted
     from the shared prefix sums (no per-fold copy of the training part)."""
     lip1, lip2 = 1.0 / (2.0 * scale), 3.0 / (2.0 * scale**2)
-    mask_cumsum = np.concatenate([[0], np.cumsum(held_out)])
-    exclude = (mask_cumsum, window_prefix_sums(s_sorted[held_out], y_sorted[held_out]))
+    exclude = exclusion(s_sorted, y_sorted, held_out)
     # The half-width is chosen from training scores only (evenly spaced in
     # sorted order), never from the held-out fold.
     train_idx = np.flatnonzero(~held_out)
     n_train = train_idx.shape[0]
     pick = np.linspace(0, n_train - 1, min(n_train, _NW_SELECT_POINTS))
     query = s_sorted[train_idx[np.unique(pick.astype(np.int64))]]
-    hw = _nw_select_bandwidth(s_sorted, prefix, exclude, query, lip1, lip2)
+    hw = select_half_width(s_sorted, prefix, query, _NW_GRID, lip1, lip2, exclude)
     count, eta, m1, m2 = window_moments(s_sorted, prefix, s_valid, hw, exclude)
     g = nw_error_bound(count, m1, m2, lip1, lip2)
     terms, lower = _smoother_fold(np.abs(eta - s_valid), g, delta_fold)
@@ -154,74 +157,38 @@ def _nw_fold(s_sorted, y_sorted, held_out, s_valid, delta_fold, *, scale, prefix
 def _tv_fold(s_train, y_train, s_valid, delta_fold, *, variation, assume):
     n_train = s_train.shape[0]
     d = delta_fold / 4.0
-    if assume == "monotone":
-        from sklearn.isotonic import isotonic_regression
-
-        v = isotonic_regression(y_train, y_min=0.0, y_max=1.0, increasing=True)
-        fitted_variation = float(v[-1] - v[0])
-        extra = {}
-    else:
-        _, t2 = tv_constants(n_train, d)
-        v = tv_denoise(y_train, t2)
-        fitted_variation = total_variation(v)
-        extra = {"penalty": t2 / n_train}
-    # Step extension: each validation score takes the value of the closest
-    # training score at or below it (the first one below the range).
-    j = np.searchsorted(s_train, s_valid, side="right") - 1
-    eta = v[np.clip(j, 0, n_train - 1)]
-    mean_err, bb = _validation_terms(np.abs(s_valid - eta), d)
-    tvb = tv_estimation_term(n_train, d, variation)
-    ptb = tv_transfer_term(n_train, d, d, variation, fitted_variation)
-    terms = {
-        "validation_error": mean_err,
-        "validation_deviation": bb,
-        "tv_estimation": tvb,
-        "tv_transfer": ptb,
-    }
+    v, fitted_variation, penalty = fit_tv_surrogate(
+        y_train, d, monotone=assume == "monotone"
+    )
+    extra = {} if penalty is None else {"penalty": penalty}
+    err = np.abs(s_valid - step_extension(s_train, v, s_valid))
+    terms = tv_fold_terms(
+        err.shape[0], (err.mean(), err.var()), n_train, d, variation, fitted_variation
+    )
     extra["fitted_variation"] = fitted_variation
-    return terms, mean_err - bb - tvb - ptb, extra
-
-
-def _bucket_edges(n_buckets, shift, log2_max):
-    """Edges (in units of the finest cell) of ``n_buckets`` uniform buckets
-    shifted by ``shift / _N_SHIFTS`` of a bucket, clipped to [0, 1]."""
-    n_fine = (1 << log2_max) * _N_SHIFTS
-    per_bucket = n_fine // n_buckets
-    inner = (np.arange(n_buckets + 1) * _N_SHIFTS + shift) * (per_bucket // _N_SHIFTS)
-    return np.unique(np.clip(np.concatenate([[0], inner, [n_fine]]), 0, n_fine))
+    lower = (
+        terms["validation_error"]
+        - terms["validation_deviation"]
+        - terms["tv_estimation"]
+        - terms["tv_transfer"]
+    )
+    return terms, lower, extra
 
 
 def _lipschitz_fold(s_train, y_train, s_valid, delta_fold, *, lipschitz):
     n_train = s_train.shape[0]
     log2_max = int(min(_MAX_LOG2_BUCKETS, max(1, np.floor(np.log2(n_train)))))
     n_fine = (1 << log2_max) * _N_SHIFTS
-
-    def fine_index(s):
-        return np.minimum((s * n_fine).astype(np.int64), n_fine - 1)
-
-    it = fine_index(s_train)
-    cum_n = np.concatenate([[0], np.cumsum(np.bincount(it, minlength=n_fine))])
-    cum_y = np.concatenate(
-        [[0.0], np.cumsum(np.bincount(it, weights=y_train, minlength=n_fine))]
-    )
-    iv = fine_index(s_valid)
+    prefix = bucket_prefix_sums(s_train, y_train, n_fine)
+    iv = fine_cells(s_valid, n_fine)
     best = None
     best_lower = -np.inf
     for log2_b in range(1, log2_max + 1):
         n_buckets = 1 << log2_b
         delta_c = delta_fold / (n_buckets * _N_SHIFTS)
         for shift in range(_N_SHIFTS):
-            edges = _bucket_edges(n_buckets, shift, log2_max)
-            counts = np.diff(cum_n[edges])
-            ysums = np.diff(cum_y[edges])
-            widths = np.diff(edges) / n_fine
-            b = np.searchsorted(edges, iv, side="right") - 1
-            c = counts[b]
-            safe = np.maximum(c, 1)
-            eta = np.where(c > 0, ysums[b] / safe, s_valid)
-            g = np.where(
-                c > 0, np.minimum(1.0, lipschitz * widths[b] + 0.5 / np.sqrt(safe)), 1.0
-            )
+            edges = bucket_edges(n_buckets, shift, _N_SHIFTS, n_fine)
+            eta, g = bucket_smoother(prefix, edges, iv, s_valid, lipschitz)
             terms, lower = _smoother_fold(np.abs(eta - s_valid), g, delta_c)
             upper = sum(terms.values())
             if best is None or upper < best[0]:

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._backend.bandwidth import select_dirichlet_bandwidth
-from .._backend.smoothing import dirichlet_nw
+from .._backend.smoothing import dirichlet_nw, kde_error_terms
 from .._validation import (
     binary_tasks,
     check_calibration_inputs,
-    check_int,
-    check_multi_class,
-    check_real,
+    check_kde_options,
 )
 from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["kde_calibration_error", "KDECalibrationResult"]
-
-_MULTI_CLASS = ("canonical", "classwise", "top-label")
-_SELECTORS = ("mle", "risk")
 
 
 @dataclass(frozen=True)
@@ -46,6 +40,21 @@ class KDECalibrationResult:
     debiased : bool
     multi_class : str
         ``"binary"`` for binary input, else the reduction used.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics import kde_calibration_error
+    >>> rng = np.random.default_rng(0)
+    >>> proba = rng.dirichlet([1, 1, 1], size=300)
+    >>> y = np.array([rng.choice(3, p=q) for q in proba])
+    >>> res = kde_calibration_error(
+    ...     y, proba, multi_class="classwise", bandwidth=0.1, return_details=True
+    ... )
+    >>> res.multi_class, res.bandwidth.shape, res.per_sample.shape
+    ('classwise', (3,), (300,))
+    >>> bool(np.isclose(res.value, res.per_sample.mean()))
+    True
     """
 
     value: float
@@ -56,40 +65,6 @@ class KDECalibrationResult:
     p: float
     debiased: bool
     multi_class: str
-
-
-def _check_bandwidth(bandwidth):
-    if isinstance(bandwidth, str):
-        return check_multi_class(bandwidth, _SELECTORS, name="bandwidth")
-    if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
-        raise TypeError(
-            f"bandwidth must be 'mle', 'risk' or a positive float; got {bandwidth!r}."
-        )
-    return check_real(bandwidth, "bandwidth", low=0.0, include_low=False)
-
-
-def _check_options(p, bandwidth, multi_class, debias, root, chunk_size, n_jobs):
-    p = check_real(p, "p", low=1.0)
-    bandwidth = _check_bandwidth(bandwidth)
-    check_multi_class(multi_class, _MULTI_CLASS)
-    if isinstance(debias, str):
-        if debias != "auto":
-            raise ValueError(f"debias must be 'auto', True or False; got {debias!r}.")
-        debias = p == 2
-    elif not isinstance(debias, (bool, np.bool_)):
-        raise TypeError(f"debias must be 'auto', True or False; got {debias!r}.")
-    elif debias and p != 2:
-        raise ValueError(
-            f"debias=True needs p=2 (the U-statistic exists for the squared error "
-            f"only); got p={p:g}."
-        )
-    if not isinstance(root, (bool, np.bool_)):
-        raise TypeError(f"root must be True or False; got {root!r}.")
-    if chunk_size is not None:
-        check_int(chunk_size, "chunk_size", min_val=1)
-    if n_jobs is not None:
-        check_int(n_jobs, "n_jobs")
-    return p, bandwidth, bool(debias)
 
 
 def _problems(data, multi_class):
@@ -123,13 +98,7 @@ def _solve(F, y, w, scale, *, p, bandwidth, debias, chunk_size, n_jobs):
         chunk_size=chunk_size,
         n_jobs=n_jobs,
     )
-    if debias:
-        # E||e_y - f||^2 - 1 + E||E[e_y|f]||^2 = E||E[e_y|f] - f||^2, with the
-        # last moment estimated without the diagonal (i = i') pairs.
-        sq = 1.0 - 2.0 * F[np.arange(F.shape[0]), y] + np.einsum("ij,ij->i", F, F)
-        terms = sq - 1.0 + res.pair_agreement
-    else:
-        terms = (np.abs(res.ratio - F) ** p).sum(axis=1)
+    terms = kde_error_terms(F, y, res, p, debias)
     ess = res.effective_sample_size[w > 0]
     return scale * terms, bandwidth, float(np.median(ess)), float(ess.min())
 
@@ -256,7 +225,7 @@ def kde_calibration_error(
     >>> res.bandwidth, bool(res.value > 0.1)
     (0.05, True)
     """
-    p, bandwidth, debias = _check_options(
+    p, bandwidth, debias = check_kde_options(
         p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
     )
     data = check_calibration_inputs(

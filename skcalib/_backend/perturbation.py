@@ -1,0 +1,85 @@
+"""Sech-kernel perturbation of probability matrices (Ciosek et al. 2025)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels import sech_sample
+
+__all__ = ["perturb_proba"]
+
+# Relative gap kept between the perturbed top-label confidence and the runner-up.
+_TIE_MARGIN = 1e-12
+
+
+def perturb_proba(proba, scale, rng):
+    """Perturb a probability matrix with the truncated sech kernel.
+
+    Binary (two columns): the positive-class probability ``p`` is replaced by a
+    draw from the sech kernel of scale ``scale`` around ``p`` on [0, 1].
+    ``K >= 3`` columns: the top-label confidence ``c`` is replaced by a draw from
+    the sech kernel of scale ``scale`` around ``c`` truncated to ``[1/K, 1]``
+    (the range a top-label confidence can take); the other classes share the
+    remaining mass in proportion to their base probabilities, shrunk towards an
+    even split only as far as needed to keep the top class on top.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+        Base probabilities (rows sum to one). Not modified.
+    scale : float
+        Kernel scale ``h`` in (0, 1].
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    n, n_classes = proba.shape
+    if n_classes == 1 or n == 0:
+        return proba.copy()
+    if n_classes == 2:
+        s = sech_sample(np.clip(proba[:, 1], 0.0, 1.0), scale, rng)
+        out = np.empty((n, 2))
+        out[:, 1] = s
+        np.subtract(1.0, s, out=out[:, 0])
+        return out
+
+    rows = np.arange(n)
+    top = np.argmax(proba, axis=1)
+    conf = proba[rows, top]
+    low = 1.0 / n_classes
+    # An affine map of [1/K, 1] onto [0, 1] carries the sech kernel of scale h
+    # to the sech kernel of scale h / (1 - 1/K): the smoothness lemma, which only
+    # involves the kernel shape, holds on the shorter interval with scale h.
+    t0 = np.clip((conf - low) / (1.0 - low), 0.0, 1.0)
+    new_conf = low + (1.0 - low) * sech_sample(t0, scale / (1.0 - low), rng)
+
+    rest = proba.copy()
+    rest[rows, top] = 0.0
+    rest_mass = rest.sum(axis=1)
+    left = 1.0 - new_conf
+    even = left / (n_classes - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(rest_mass > 0.0, left / rest_mass, 0.0)
+    out = rest * ratio[:, None]
+    # A one-hot base row has no proportions to keep: split the mass evenly.
+    empty = rest_mass <= 0.0
+    out[empty] = even[empty, None]
+    out[empty, top[empty]] = 0.0
+    # If a runner-up would reach the new confidence, mix towards the even split
+    # (whose share is <= the confidence since it is >= 1/K) until it is just
+    # below: a tie would let argmax pick another class than the perturbed one.
+    runner_up = out.max(axis=1)
+    cap = new_conf * (1.0 - _TIE_MARGIN)
+    over = runner_up > cap
+    if np.any(over):
+        with np.errstate(divide="ignore"):
+            # All others equal to the even share: the gap is 0, lam -> 1.
+            lam = (runner_up[over] - cap[over]) / (runner_up[over] - even[over])
+        lam = np.minimum(lam, 1.0)
+        out[over] = (1.0 - lam[:, None]) * out[over] + lam[:, None] * even[over, None]
+        out[over, top[over]] = 0.0
+    out[rows, top] = new_conf
+    return out
