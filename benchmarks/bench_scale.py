@@ -11,8 +11,14 @@ then, each in a fresh process:
 * times the accumulation kernel alone (cell moments of already validated
   chunks);
 * runs ``smooth_ece`` on dask arrays backed by the same file on a
-  ``distributed.LocalCluster`` (2 worker processes, 1 thread each);
+  ``distributed.LocalCluster`` (2 worker processes, 1 thread each; blocks of
+  ``--dask-chunk`` rows, by default ``--chunk``: a worker's peak memory grows
+  with the block size, not with ``n``);
 * compares with the in-memory ``smooth_ece`` on the first ``--n-memory`` rows.
+
+The streaming child imports only ``skcalib.metrics`` (numpy and scipy.fft
+underneath, no scikit-learn: it would add ~150 MB of resident imports); the
+report says which of these modules it ended up loading.
 
 The file is deleted at the end. Usage::
 
@@ -43,6 +49,11 @@ def _status_mb(key):
             if line.startswith(key):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _loaded(*names):
+    """The packages among ``names`` imported by this process."""
+    return [n for n in names if n in sys.modules]
 
 
 def _paths(base):
@@ -128,6 +139,8 @@ def run_stream(base, n, chunk, kernel_only):
                 "total_wall": total_wall,
                 "peak_mb": _status_mb("VmHWM"),
                 "base_mb": base_rss,
+                "loaded": _loaded("scipy.fft", "sklearn", "pandas", "joblib"),
+                "n_modules": len(sys.modules),
             }
         )
     )
@@ -207,6 +220,7 @@ def run_dask(base, n, chunk):
             da.from_array(np.array([0, 1]), chunks=1),
             da.from_array(np.array([0.2, 0.7]), chunks=1),
         )
+        base = client.run(lambda: _status_mb("VmRSS"))
         y, s = column(py, np.int8), column(ps, np.float32)
         t0 = time.perf_counter()
         value = smooth_ece(y, s)
@@ -219,6 +233,7 @@ def run_dask(base, n, chunk):
                 "smece": value,
                 "wall": wall,
                 "worker_peak_mb": max(workers.values()),
+                "worker_base_mb": max(base.values()),
             }
         )
     )
@@ -238,7 +253,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=float, default=1e8, help="number of predictions")
     ap.add_argument("--chunk", type=int, default=2**21, help="rows per chunk")
-    ap.add_argument("--dask-chunk", type=int, default=2**23, help="rows per dask block")
+    ap.add_argument(
+        "--dask-chunk", type=int, default=None, help="rows per dask block (--chunk)"
+    )
     ap.add_argument(
         "--n-memory", type=float, default=1e7, help="rows for the in-memory comparison"
     )
@@ -255,6 +272,7 @@ def main():
         return
 
     n, chunk = int(args.n), args.chunk
+    dask_chunk = args.dask_chunk or chunk
     n_mem = min(int(args.n_memory), n)
     need = 5 * n
     free = shutil.disk_usage(args.dir).free
@@ -286,6 +304,10 @@ def main():
                 f"{r['peak_mb'] - r['base_mb']:>9.0f}"
             )
         stream = r
+        print(
+            f"streaming child imported {stream['n_modules']} modules; of scipy.fft, "
+            f"sklearn, pandas, joblib: {', '.join(stream['loaded']) or 'none'}"
+        )
         k = _child("stream", base, n, chunk, 1)
         k_rate = n / k["cpu"]
         rate = n / stream["acc_cpu"]
@@ -314,13 +336,14 @@ def main():
         )
 
         if not args.no_dask:
-            d = _child("dask", base, n, args.dask_chunk)
+            d = _child("dask", base, n, dask_chunk)
             print(
                 f"\ndask LocalCluster (2 processes x 1 thread, blocks of "
-                f"{args.dask_chunk} rows): smECE {d['smece']:.8f}"
+                f"{dask_chunk} rows): smECE {d['smece']:.8f}"
                 f" (|diff| vs stream {abs(d['smece'] - stream['smece']):.1e}) in "
                 f"{d['wall']:.2f} s = {n / d['wall'] / 1e6:.1f} M pred/s, "
-                f"worker peak {d['worker_peak_mb']:.0f} MB"
+                f"worker peak {d['worker_peak_mb']:.0f} MB (after imports "
+                f"{d['worker_base_mb']:.0f} MB)"
             )
     finally:
         for p in _paths(base):

@@ -1,9 +1,8 @@
 """skcalib: measure, certify, improve and plot the calibration of classifiers."""
 
-__version__ = "0.1.0.dev0"
+from importlib import import_module as _import_module
 
-from .perturbation import PerturbedClassifier, select_perturbation_scale  # noqa: E402
-from .recalibration import KernelRecalibrator, RecalibratedClassifier  # noqa: E402
+__version__ = "0.1.0.dev0"
 
 __all__ = [
     "__version__",
@@ -14,11 +13,29 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
-    # ``skcalib.display`` loads on first access so that ``import skcalib``
-    # stays free of plotting imports.
-    if name == "display":
-        import importlib
+# Public name -> submodule defining it. The estimators need scikit-learn (over
+# 100 MB resident once imported), so they load on first access (PEP 562) and
+# ``import skcalib.metrics`` for streaming metrics stays light.
+_LAZY = {
+    "PerturbedClassifier": ".perturbation",
+    "select_perturbation_scale": ".perturbation",
+    "KernelRecalibrator": ".recalibration",
+    "RecalibratedClassifier": ".recalibration",
+}
+# ``skcalib.display`` also loads on first access, keeping plotting imports out
+# of ``import skcalib``.
+_LAZY_SUBMODULES = ("display",)
 
-        return importlib.import_module(".display", __name__)
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(_import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    if name in _LAZY_SUBMODULES:
+        return _import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_SUBMODULES))

@@ -12,7 +12,6 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.utils import check_array, column_or_1d
 
 __all__ = [
     "CalibrationData",
@@ -103,7 +102,7 @@ def _check_y_true(y_true):
             "y_true must be a 1-D array of labels, got an array of shape "
             f"{y_true.shape}."
         )
-    y_true = column_or_1d(y_true)
+    y_true = _column_or_1d(y_true)
     if y_true.shape[0] == 0:
         raise ValueError("y_true is empty; at least one sample is required.")
     if y_true.dtype.kind == "f":
@@ -125,14 +124,7 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
     if y_proba is None:
         raise ValueError(f"{name} must not be None.")
     try:
-        arr = check_array(
-            y_proba,
-            ensure_2d=False,
-            dtype=np.float64,
-            ensure_all_finite=True,
-            input_name=name,
-            ensure_min_samples=0,
-        )
+        arr = _float_array(y_proba, name)
     except ValueError as exc:
         msg = str(exc)
         if name not in msg:
@@ -203,14 +195,7 @@ def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
     if isinstance(sample_weight, numbers.Number):
         sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
     try:
-        w = check_array(
-            sample_weight,
-            ensure_2d=False,
-            dtype=np.float64,
-            input_name=name,
-            ensure_min_samples=0,
-            copy=True,
-        )
+        w = _float_array(sample_weight, name, copy=True)
     except ValueError as exc:
         msg = str(exc)
         if name not in msg:
@@ -258,7 +243,7 @@ def _resolve_classes(y_true, labels):
         ) from None
     if labels is None:
         return present
-    labels = np.asarray(column_or_1d(np.asarray(labels)))
+    labels = np.asarray(_column_or_1d(np.asarray(labels)))
     if labels.shape[0] != np.unique(labels).shape[0]:
         raise ValueError("labels must not contain duplicates.")
     try:
@@ -451,12 +436,20 @@ def check_int(value, name, *, min_val=None, max_val=None):
 
 
 def check_real(
-    value, name, *, low=None, high=None, include_low=True, include_high=True
+    value,
+    name,
+    *,
+    low=None,
+    high=None,
+    include_low=True,
+    include_high=True,
+    allow_inf=False,
 ):
+    """``value`` as a float in range; NaN, and inf unless allowed, rejected."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {value!r}.")
     value = float(value)
-    if not np.isfinite(value):
+    if np.isnan(value) or (np.isinf(value) and not allow_inf):
         raise ValueError(f"{name} must be finite, got {value}.")
     if low is not None and (value < low or (value == low and not include_low)):
         op = ">=" if include_low else ">"
@@ -551,7 +544,7 @@ def encode_class_labels(y, *, name="y"):
     classes : ndarray of shape (n_classes,)
     index : ndarray of shape (n_samples,), dtype intp
     """
-    y = column_or_1d(np.asarray(y), warn=True)
+    y = _column_or_1d(np.asarray(y), warn=True)
     if y.shape[0] == 0:
         raise ValueError(f"{name} is empty; at least one sample is required.")
     kind = y.dtype.kind
@@ -687,3 +680,55 @@ def check_column_labels(y, n_samples, n_columns, *, name="y"):
         "probability columns; pass one column per class (in sorted label order), "
         f"or labels that are column indices 0..{n_columns - 1}."
     )
+
+
+# scikit-learn's validators cost over 100 MB of imports; the two helpers below
+# give their result with numpy alone for plain numeric arrays (every chunk of a
+# stream) and defer to scikit-learn for everything else (lists, dataframes,
+# sparse or object input), so that streaming metrics never import it.
+
+
+def _column_or_1d(y, *, warn=False):
+    """``sklearn.utils.column_or_1d(y, warn=warn)``."""
+    if isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "biufUS":
+        return np.ascontiguousarray(y)
+    from sklearn.utils import column_or_1d
+
+    return column_or_1d(y, warn=warn)
+
+
+def _float_array(x, name, *, copy=False):
+    """``sklearn.utils.check_array`` as a float64 array of 1 or 2 dimensions.
+
+    Same as ``check_array(x, ensure_2d=False, dtype=np.float64,
+    ensure_min_samples=0, input_name=name, copy=copy)``, including its errors
+    for NaN and infinity, except that ``assume_finite`` is not honoured.
+    """
+    if not (
+        isinstance(x, np.ndarray)
+        and x.dtype.kind in "biuf"
+        and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] > 0))
+    ):
+        from sklearn.utils import check_array
+
+        return check_array(
+            x,
+            ensure_2d=False,
+            dtype=np.float64,
+            input_name=name,
+            ensure_min_samples=0,
+            copy=copy,
+        )
+    arr = np.array(x, dtype=np.float64, copy=True if copy else None)
+    # One sum is finite exactly when every element is (barring overflow, which
+    # the element-wise checks then clear).
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(arr.sum()):
+            return arr
+    if np.isnan(arr).any():
+        raise ValueError(f"Input {name} contains NaN.")
+    if np.isinf(arr).any():
+        raise ValueError(
+            f"Input {name} contains infinity or a value too large for {arr.dtype!r}."
+        )
+    return arr

@@ -1,12 +1,6 @@
 """Calibration metrics and scorers."""
 
-from ._accumulator import CalibrationAccumulator, StreamingCalibrationBound
-from ._binned import binned_calibration_error
-from ._bound_scorer import CalibrationBoundScorer
-from ._bounds import CalibrationBound, calibration_error_bound
-from ._kde import KDECalibrationResult, kde_calibration_error
-from ._scorer import CalibrationScorer, get_scorer, get_scorer_names
-from ._smooth import SmoothCalibrationCurve, smooth_calibration_curve, smooth_ece
+from importlib import import_module as _import_module
 
 __all__ = [
     "binned_calibration_error",
@@ -24,3 +18,37 @@ __all__ = [
     "smooth_ece",
     "StreamingCalibrationBound",
 ]
+
+# Public name -> submodule defining it, loaded on first access (PEP 562), so
+# that ``from skcalib.metrics import CalibrationAccumulator`` loads only what
+# streaming needs (numpy, scipy.fft). The metric modules import scikit-learn
+# (over 100 MB resident) only inside the functions that need it; streaming a
+# numpy array never does.
+_LAZY = {
+    "CalibrationAccumulator": "._accumulator",
+    "StreamingCalibrationBound": "._accumulator",
+    "binned_calibration_error": "._binned",
+    "CalibrationBoundScorer": "._bound_scorer",
+    "CalibrationBound": "._bounds",
+    "calibration_error_bound": "._bounds",
+    "KDECalibrationResult": "._kde",
+    "kde_calibration_error": "._kde",
+    "CalibrationScorer": "._scorer",
+    "get_scorer": "._scorer",
+    "get_scorer_names": "._scorer",
+    "SmoothCalibrationCurve": "._smooth",
+    "smooth_calibration_curve": "._smooth",
+    "smooth_ece": "._smooth",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(_import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -17,7 +17,6 @@ import copy
 import functools
 
 import numpy as np
-from sklearn.exceptions import NotFittedError
 
 from .._backend import smece as _sm
 from .._backend.binning import binned_error_value, table_as_dict, uniform_edges
@@ -66,6 +65,14 @@ __all__ = [
 ]
 
 _L1 = _sm.GridGeometry("l1")
+
+
+def _not_fitted(message):
+    # sklearn's class, so that ``except NotFittedError`` works; imported only
+    # here to keep streaming (partial_fit, merge, metrics) free of scikit-learn.
+    from sklearn.exceptions import NotFittedError
+
+    return NotFittedError(message)
 
 
 def _position(classes, label):
@@ -298,7 +305,7 @@ class CalibrationAccumulator:
     def _slots(self):
         """``(pos_slot, neg_slot)`` after resolving the positive class."""
         if not getattr(self, "n_samples_", 0):
-            raise NotFittedError(
+            raise _not_fitted(
                 "This CalibrationAccumulator has no data yet; call partial_fit first."
             )
         seen = self.classes_
@@ -729,7 +736,7 @@ class StreamingCalibrationBound:
     def _freeze(self):
         """Fit the surrogate of every fold from the pass-1 state."""
         if not getattr(self, "n_samples_", 0):
-            raise NotFittedError("Call partial_fit on the data (pass 1) first.")
+            raise _not_fitted("Call partial_fit on the data (pass 1) first.")
         if self.method == "nw":
             lip1, lip2 = self._lips
             total = self.sums_.sum(axis=1)
@@ -888,7 +895,7 @@ class StreamingCalibrationBound:
         from ._bounds import CalibrationBound
 
         if not hasattr(self, "valid_moments_") or self.n_validated_ == 0:
-            raise NotFittedError("Run partial_validate over the data (pass 2) first.")
+            raise _not_fitted("Run partial_validate over the data (pass 2) first.")
         if self.n_validated_ != self.n_samples_:
             raise ValueError(
                 f"Pass 2 saw {self.n_validated_} samples but pass 1 saw "

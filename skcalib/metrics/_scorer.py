@@ -3,15 +3,15 @@
 scikit-learn has no public way to register scorers, so skcalib keeps its own
 small registry and :func:`get_scorer` falls back to :func:`sklearn.metrics.get_scorer`
 for every other name. sklearn's private scorer table is never touched.
+
+scikit-learn is imported only when a scorer is looked up or routed, so that the
+metric modules, which register their scorers here, load without it.
 """
 
 from __future__ import annotations
 
 import copy
-
-from sklearn.metrics import get_scorer as _sklearn_get_scorer
-from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
-from sklearn.utils.metadata_routing import MetadataRequest
+import importlib
 
 __all__ = ["CalibrationScorer", "get_scorer", "get_scorer_names"]
 
@@ -97,6 +97,8 @@ class CalibrationScorer:
         -------
         self : CalibrationScorer
         """
+        from sklearn.utils.metadata_routing import MetadataRequest
+
         request = MetadataRequest(owner=self)
         for param, alias in kwargs.items():
             request.score.add_request(param=param, alias=alias)
@@ -107,12 +109,27 @@ class CalibrationScorer:
         """Metadata routing of this scorer (see sklearn's metadata routing guide)."""
         request = getattr(self, "_metadata_request", None)
         if request is None:
+            from sklearn.utils.metadata_routing import MetadataRequest
+
             request = MetadataRequest(owner=self)
         return request
 
 
 # name -> scorer object; filled by the metric modules at import time.
 _SCORERS: dict[str, CalibrationScorer] = {}
+
+
+def _registry():
+    """The registry, after importing every module that may add to it.
+
+    ``skcalib.metrics`` loads its submodules on first access, and each metric
+    module registers its scorers when imported.
+    """
+    from . import _LAZY
+
+    for module in sorted(set(_LAZY.values())):
+        importlib.import_module(module, __package__)
+    return _SCORERS
 
 
 def register_scorer(name, scorer):
@@ -144,9 +161,11 @@ def get_scorer(scoring):
     >>> get_scorer("roc_auc")
     make_scorer(roc_auc_score, response_method=('decision_function', 'predict_proba'))
     """
-    if isinstance(scoring, str) and scoring in _SCORERS:
+    if isinstance(scoring, str) and scoring in _registry():
         return copy.deepcopy(_SCORERS[scoring])
-    return _sklearn_get_scorer(scoring)
+    from sklearn.metrics import get_scorer as sklearn_get_scorer
+
+    return sklearn_get_scorer(scoring)
 
 
 def get_scorer_names():
@@ -163,4 +182,6 @@ def get_scorer_names():
     >>> "neg_smooth_ece" in get_scorer_names() and "accuracy" in get_scorer_names()
     True
     """
-    return sorted(set(_SCORERS) | set(_sklearn_get_scorer_names()))
+    from sklearn.metrics import get_scorer_names as sklearn_get_scorer_names
+
+    return sorted(set(_registry()) | set(sklearn_get_scorer_names()))
