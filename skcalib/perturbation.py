@@ -112,6 +112,12 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     noise added to a row depends on its position in ``X``, so predictions are
     not invariant to reordering or sub-setting the rows.
 
+    Large inputs are perturbed by up to four threads working on fixed blocks
+    of rows, each reading its own fixed part of the random stream: the output
+    does not depend on the number of threads. In the binary case the returned
+    array is column-major (each column contiguous), which makes the
+    perturbation cheaper; its values do not depend on the layout.
+
     References
     ----------
     K. Ciosek et al., "Measuring Uncertainty Calibration", ICLR 2026,

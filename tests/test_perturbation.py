@@ -124,6 +124,41 @@ def test_binary_draws_detect_wrong_scale():
     assert stats.kstest(ref_sech_cdf(s, s0, 2**-4), "uniform").pvalue < 1e-6
 
 
+def test_binary_large_input_small_scale_follows_kernel():
+    # Enough rows for the blocked, multi-threaded sampler; h = 2**-12 with
+    # centres on both edges, where the truncation matters most.
+    rng = np.random.default_rng(7)
+    h = 2**-12
+    s0 = np.concatenate([rng.uniform(size=500_000), np.zeros(50_000), np.ones(50_000)])
+    X = s0[:, None]
+    clf = PerturbedClassifier(_frozen(ScoreColumn(), X[:10]), scale=h, random_state=5)
+    proba = clf.fit(X[:10], np.arange(10) % 2).predict_proba(X)
+    assert_allclose(proba.sum(axis=1), 1.0, atol=1e-15)
+    s = proba[:, 1]
+    assert s.min() >= 0.0 and s.max() <= 1.0
+    assert stats.kstest(ref_sech_cdf(s, s0, h), "uniform").pvalue > 1e-3
+    # Tails: beyond 6h from an interior centre, 2 P(X > 6) for the law of
+    # density sech(x) / pi (cdf 2 arctan(e^x) / pi).
+    inner = (s0 > 0.01) & (s0 < 0.99)
+    p_tail = 4 / np.pi * np.arctan(np.exp(-6.0))
+    tail = np.mean(np.abs(s - s0)[inner] > 6 * h)
+    assert abs(tail - p_tail) < 5 * np.sqrt(p_tail / inner.sum())
+    assert_array_equal(clf.predict_proba(X), proba)
+
+
+def test_base_probabilities_outside_unit_interval_are_clipped():
+    # A base model returning scores slightly outside [0, 1] (rounding) or far
+    # outside (a broken model) is perturbed around the clipped score.
+    h = 2**-6
+    s0 = np.concatenate([np.full(3000, 1.0 + 1e-3), np.full(3000, -0.5)])
+    X = s0[:, None]
+    clf = PerturbedClassifier(_frozen(ScoreColumn(), X), scale=h, random_state=2)
+    s = clf.fit(X, np.arange(len(X)) % 2).predict_proba(X)[:, 1]
+    assert s.min() >= 0.0 and s.max() <= 1.0
+    assert stats.kstest(s[:3000], lambda t: ref_sech_cdf(t, 1.0, h)).pvalue > 1e-3
+    assert stats.kstest(s[3000:], lambda t: ref_sech_cdf(t, 0.0, h)).pvalue > 1e-3
+
+
 @pytest.mark.parametrize("n_classes", [3, 5])
 def test_multiclass_perturbs_top_label_confidence(n_classes):
     rng = np.random.default_rng(n_classes)

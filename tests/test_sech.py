@@ -1,9 +1,12 @@
 """Truncated sech kernel: sampler, cdf, inverse cdf and normaliser."""
 
+import multiprocessing
+
 import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from skcalib._backend import kernels
 from skcalib._backend.kernels import (
     sech_cdf,
     sech_normalizer,
@@ -128,3 +131,153 @@ def test_sample_moments_match_quadrature():
     x = sech_sample(np.full(200_000, s0), h, rng)
     mean, _ = integrate.quad(lambda s: s * sech_pdf(s, s0, h), 0, 1, points=[s0])
     assert abs(x.mean() - mean) < 5 * x.std() / np.sqrt(x.size)
+
+
+def _untruncated_sf(t):
+    # P(X > t) for the law of density sech(x) / pi: its cdf is 2 arctan(e^x) / pi.
+    return 2.0 / np.pi * np.arctan(np.exp(-np.asarray(t, dtype=np.float64)))
+
+
+@pytest.mark.parametrize("s0", [0.0, 0.5, 1.0])
+def test_sampler_tails_small_scale(s0):
+    # Chi-square over bins reaching far into both tails (the last bins hold
+    # about 1e-4 of the mass each), where a KS test has little power.
+    h, n = 2.0**-12, 400_000
+    x = sech_sample(np.full(n, s0), h, np.random.default_rng(11))
+    assert np.all((x >= 0) & (x <= 1))
+    t = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.5, 9.0])
+    edges = np.unique(np.clip(s0 + h * np.concatenate([-t[::-1], t]), 0.0, 1.0))
+    edges = np.concatenate([[-np.inf], edges[1:-1], [np.inf]])
+    observed = np.histogram(x, bins=edges)[0]
+    expected = n * np.diff(reference_cdf(np.clip(edges, 0.0, 1.0), s0, h))
+    assert expected.min() > 20
+    res = stats.chisquare(observed, expected)
+    assert res.pvalue > 1e-3
+    # Beyond 9 h: both tails of the untruncated law inside, or one tail
+    # divided by the half mass kept at an edge: 2 P(X > 9) either way.
+    tail = np.mean(np.abs(x - s0) > 9 * h)
+    p_tail = 2 * _untruncated_sf(9.0)
+    assert abs(tail - p_tail) < 5 * np.sqrt(p_tail / n)
+
+
+class _FixedWords:
+    """A stand-in bit generator returning chosen 64-bit words."""
+
+    def __init__(self, words):
+        self.words = np.asarray(words, dtype=np.uint64)
+
+    def random_raw(self, size):
+        assert size == self.words.size
+        return self.words.copy()
+
+
+@pytest.mark.parametrize("h", [2.0**-6, 1e-200])
+def test_proposal_bits_and_single_precision(h):
+    # Each 64-bit word gives two proposals from its two 32-bit halves (low half
+    # first on little-endian machines): bit 31 is the sign, bits 0-30 give
+    # m and the draw is ±h ln tan(pi m / 2**33), m = 0 giving an infinite
+    # draw that is always rejected. Single precision keeps the error below
+    # ~1e-6 h (a few 1e-7 relative away from the centre) down to m = 1, the
+    # end of the tail (|x| = 21.7 h).
+    rng = np.random.default_rng(0)
+    mags = np.concatenate(
+        [[0, 1, 2, 3, 1000, 2**24 + 1, 2**31 - 1], rng.integers(1, 2**31, 993)]
+    ).astype(np.uint64)
+    signs = rng.integers(0, 2, mags.size).astype(np.uint64)
+    halves = mags | (signs << np.uint64(31))
+    if np.little_endian:
+        words = halves[0::2] | (halves[1::2] << np.uint64(32))
+    else:
+        words = halves[1::2] | (halves[0::2] << np.uint64(32))
+    x = kernels._sech_proposal(
+        np.zeros(mags.size), h, _FixedWords(words), np.empty(mags.size)
+    )
+    with np.errstate(divide="ignore"):
+        expected = h * np.log(np.tan(np.pi * mags.astype(np.float64) / 2.0**33))
+    expected = np.where(signs == 1, -expected, expected)
+    assert np.isinf(x[0]) and np.isinf(expected[0])
+    np.testing.assert_allclose(x[1:], expected[1:], rtol=5e-7, atol=2e-6 * h)
+    assert np.abs(x[1:]).max() == pytest.approx(21.73 * h, rel=1e-3)
+
+
+def test_threaded_blocks_equal_sequential_draws(monkeypatch):
+    # Blocks read fixed positions of the stream: one thread or several give
+    # the same draws and leave the generator in the same state.
+    s0 = np.random.default_rng(2).uniform(size=5 * kernels._SECH_BLOCK + 12_345)
+    runs = []
+    for n_threads in (1, 2, 3):
+        monkeypatch.setattr(kernels, "_sech_threads", lambda k=n_threads: k)
+        rng = np.random.default_rng(9)
+        runs.append((sech_sample(s0, 2.0**-6, rng), rng.random()))
+    for draws, after in runs[1:]:
+        np.testing.assert_array_equal(draws, runs[0][0])
+        assert after == runs[0][1]
+
+
+def test_large_sample_follows_kernel_edges_and_interior():
+    # Large enough for several blocks (and threads), centres on both edges.
+    rng = np.random.default_rng(4)
+    h = 2.0**-9
+    size = 4 * kernels._SECH_BLOCK
+    s0 = np.concatenate(
+        [rng.uniform(size=size), np.zeros(size // 8), np.ones(size // 8)]
+    )
+    x = sech_sample(s0, h, rng)
+    assert np.all((x >= 0) & (x <= 1))
+    pit = reference_cdf(x, s0, h)
+    assert stats.kstest(pit, "uniform").pvalue > 1e-3
+
+
+def test_sampler_out_argument_and_other_bit_generators():
+    s0 = np.linspace(0.0, 1.0, 4 * kernels._SECH_BLOCK + 7)
+    h = 2.0**-6
+    out = np.empty((2, s0.size))
+    res = sech_sample(s0, h, np.random.default_rng(1), out=out[1], complement=out[0])
+    assert np.shares_memory(res, out)
+    np.testing.assert_array_equal(out[1], sech_sample(s0, h, np.random.default_rng(1)))
+    # Complement of every draw, including those redrawn after a rejection
+    # (centres on the edges) and those of the inverse-cdf path (small input).
+    np.testing.assert_array_equal(out[0], 1.0 - out[1])
+    small = np.empty((2, 10))
+    sech_sample(s0[:10], h, np.random.default_rng(1), out=small[1], complement=small[0])
+    np.testing.assert_array_equal(small[0], 1.0 - small[1])
+    with pytest.raises(ValueError, match="out"):
+        sech_sample(s0, h, np.random.default_rng(1), out=np.empty(3))
+    with pytest.raises(ValueError, match="complement"):
+        sech_sample(s0, h, np.random.default_rng(1), out=out[1], complement=out[0, :5])
+    # A bit generator without ``advance`` is read sequentially.
+    mt = np.random.Generator(np.random.MT19937(5))
+    a = sech_sample(np.full(300_000, 0.2), h, mt)
+    b = sech_sample(np.full(300_000, 0.2), h, np.random.Generator(np.random.MT19937(5)))
+    np.testing.assert_array_equal(a, b)
+    res = stats.kstest(a[:20_000], lambda t: reference_cdf(t, 0.2, h))
+    assert res.pvalue > 1e-3
+
+
+def test_tiny_scale_keeps_the_law():
+    # Below 2**-80 the noise is scaled in double precision (no underflow):
+    # draws around 0 divided by h follow |X|, of cdf 4 arctan(e^t) / pi - 1.
+    h = 1e-200
+    x = sech_sample(np.zeros(4000), h, np.random.default_rng(3))
+    assert np.all(x >= 0) and np.median(x) > 0.5 * h
+    res = stats.kstest(x / h, lambda t: 4.0 / np.pi * np.arctan(np.exp(t)) - 1.0)
+    assert res.pvalue > 1e-3
+
+
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(),
+    reason="needs the fork start method",
+)
+def test_threaded_sampler_after_fork():
+    # The worker threads of the parent do not exist in a forked child: the
+    # child must make its own and give the same draws.
+    s0 = np.random.default_rng(0).uniform(size=5 * kernels._SECH_BLOCK)
+    expected = sech_sample(s0, 2.0**-6, np.random.default_rng(1))
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply(_draw_in_child, (s0,))
+    np.testing.assert_array_equal(got, expected)
+
+
+def _draw_in_child(s0):
+    return sech_sample(s0, 2.0**-6, np.random.default_rng(1))

@@ -34,17 +34,20 @@ def perturb_proba(proba, scale, rng):
     Returns
     -------
     ndarray of shape (n_samples, n_classes)
+        A new array; column-major in the binary case.
     """
     proba = np.asarray(proba, dtype=np.float64)
     n, n_classes = proba.shape
     if n_classes == 1 or n == 0:
         return proba.copy()
     if n_classes == 2:
-        s = sech_sample(np.clip(proba[:, 1], 0.0, 1.0), scale, rng)
-        out = np.empty((n, 2))
-        out[:, 1] = s
-        np.subtract(1.0, s, out=out[:, 0])
-        return out
+        # Each column stored contiguously (returned as the transpose of a
+        # (2, n) array): the sampler writes both columns block by block while
+        # they are in cache (interleaved columns would cost strided passes),
+        # and clips the centres to [0, 1] on the way.
+        out = np.empty((2, n))
+        sech_sample(proba[:, 1], scale, rng, out=out[1], complement=out[0])
+        return out.T
 
     rows = np.arange(n)
     top = np.argmax(proba, axis=1)
