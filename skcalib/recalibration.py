@@ -34,6 +34,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from ._backend import logit_map as _lm
 from ._backend import recalibration as _rc
 from ._backend.bandwidth import BANDWIDTH_GRID, select_dirichlet_bandwidth
 from ._backend.grid import calibration_statistics
@@ -58,7 +59,8 @@ from ._validation import (
 
 __all__ = ["KernelRecalibrator", "RecalibratedClassifier"]
 
-_METHODS = ("auto", "grid", "classwise", "canonical")
+_METHODS = ("auto", "logit", "grid", "classwise", "canonical")
+_BASES = ("auto", "temperature", "platt", "sigmoid")
 _GRID_BANDWIDTHS = ("auto", "smece")
 _DIRICHLET_BANDWIDTHS = ("auto", "mle", "risk")
 # Points used by the multiclass bandwidth selectors (O(m^2 K) per candidate).
@@ -68,40 +70,61 @@ _DIRICHLET_MAX_SAMPLES = 3000
 class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Recalibrate predicted probabilities with a kernel estimate of ``E[y | f]``.
 
-    The recalibration map is the estimated calibration function itself,
-    ``mu_hat(f) = sum_i w_i K(f, f_i) e_{y_i} / sum_i w_i K(f, f_i)``
-    (Nadaraya-Watson), fitted on held-out probabilities ``f_i`` and labels
-    ``y_i``:
+    The recalibration map estimates the calibration function ``f -> E[y |
+    f]`` on held-out probabilities ``f_i`` and labels ``y_i``. Three
+    estimators are available:
 
-    * **binary** (and each class of ``method="classwise"``): the reflected
-      Gaussian kernel on [0, 1] applied to the positive-class probability,
-      computed on a uniform grid by FFT. Fitting costs ``O(n + M log M)`` and
-      transforming ``O(m)`` (interpolation on the grid).
-    * **multiclass** ``method="canonical"``: the Dirichlet kernel on the
-      simplex, ``k_b(x; f) = Dir(x; f / b + 1)``, applied to the whole
+    * ``method="logit"`` (the default): a parametric map in log-odds space
+      (temperature, Platt or sigmoid scaling) followed by a kernel
+      correction, ``q = expit(u + alpha(u))`` with ``u`` the parametric
+      log-odds and ``alpha`` a local-likelihood offset smoothed over the
+      quantiles of ``u``. The bandwidth runs from ``inf`` (no correction:
+      the parametric map alone) down to a local fit, and the base and
+      bandwidth are chosen by cross-validated log-loss. Multiclass problems
+      correct each class's one-vs-rest log-odds and renormalise the rows.
+      Fitting costs ``O(n)`` plus a fixed cost (at most 129 nodes per
+      class), transforming ``O(n K)``.
+    * ``method="grid"`` (binary) and ``"classwise"`` (one-vs-rest, rows
+      renormalised): Nadaraya-Watson with the reflected Gaussian kernel on
+      [0, 1] applied to the probability itself, computed on a uniform grid
+      by FFT, ``mu_hat(f) = sum_i w_i K(f, f_i) y_i / sum_i w_i K(f, f_i)``.
+      Fitting costs ``O(n + M log M)``, transforming ``O(m)``.
+    * ``method="canonical"``: Nadaraya-Watson with the Dirichlet kernel on
+      the simplex, ``k_b(x; f) = Dir(x; f / b + 1)``, applied to the whole
       probability vector; transforming costs ``O(m n K)`` (chunked), and the
       fitted transformer keeps the ``n`` calibration points.
 
     Parameters
     ----------
-    method : {"auto", "grid", "classwise", "canonical"}, default="auto"
-        ``"auto"`` is the grid map for binary problems (``"grid"``, binary
-        only); for three or more classes it fits both the ``"classwise"`` and
-        the ``"canonical"`` map and keeps the one of lower leave-one-out
-        log-loss (with ``bandwidth="auto"``; otherwise it is ``"canonical"``).
-        ``"classwise"``: one binary grid map per class (one-vs-rest) applied
-        to that class's column, then rows renormalised; for a binary problem it
-        is the binary map. ``"canonical"`` with two
-        classes uses the Beta kernel (the two-class Dirichlet).
+    method : {"auto", "logit", "grid", "classwise", "canonical"}, \
+default="auto"
+        ``"auto"`` is ``"logit"``. ``"grid"`` is for binary problems only.
+        ``"classwise"`` on a binary problem is the grid map; ``"canonical"``
+        with two classes uses the Beta kernel (the two-class Dirichlet).
     bandwidth : "auto", "smece", "mle", "risk" or float, default="auto"
-        Grid maps (binary, classwise): ``"auto"`` minimises the leave-one-out
-        log-loss over the Gaussian scale ``sigma`` (see Notes), ``"smece"`` takes
-        the SmoothECE scale ``sigma*`` of the calibration data, and a float in
-        (0, 1] is ``sigma`` itself. Dirichlet (canonical): ``"auto"`` minimises
-        the leave-one-out log-loss over the grid of candidate ``b``,
-        ``"mle"`` maximises the leave-one-out kernel density likelihood,
-        ``"risk"`` uses risk alignment, and a float > 0 is ``b``. Note that a
-        float means ``sigma`` for grid maps and ``b`` for the Dirichlet kernel.
+        Logit maps: ``"auto"`` selects among ``inf`` and ``2**-7, ...,
+        2**-1`` by cross-validated log-loss (see Notes); a float > 0
+        (``np.inf`` allowed) is the standard deviation of the Gaussian
+        correction kernel in units of the empirical distribution function of
+        the scores (``0.1``: a window of about a tenth of the data on each
+        side). Grid maps (binary, classwise): ``"auto"`` minimises the
+        leave-one-out log-loss over the Gaussian scale ``sigma``,
+        ``"smece"`` takes the SmoothECE scale ``sigma*`` of the calibration
+        data, and a float in (0, 1] is ``sigma`` itself. Dirichlet
+        (canonical): ``"auto"`` minimises the leave-one-out log-loss over the
+        grid of candidate ``b``, ``"mle"`` maximises the leave-one-out kernel
+        density likelihood, ``"risk"`` uses risk alignment, and a float > 0
+        is ``b``.
+    base : {"auto", "temperature", "platt", "sigmoid"}, default="auto"
+        Parametric part of the logit map (ignored by the other methods):
+        ``"temperature"`` scales the log-odds (binary) or the logits
+        (multiclass, one inverse temperature); ``"platt"`` fits a slope and
+        an intercept on each class's log-odds; ``"sigmoid"`` on each
+        class's probability (a model that is over-confident near 0 and 1 at
+        once, such as a random forest, is often better described in
+        probability space). ``"auto"`` selects by cross-validated log-loss:
+        all three for binary problems, ``"temperature"`` and ``"sigmoid"``
+        for multiclass ones.
     pseudo_count : float, default=1.0
         Weight (in the units of ``sample_weight``, which count as frequencies)
         of a pseudo-observation with an even label
@@ -113,7 +136,9 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         visible effect; where they are few (tails, small calibration sets) it
         keeps the map away from 0 and 1 and from the noise of one or two
         labels, which is what the log-loss punishes most. ``0`` gives the plain
-        Nadaraya-Watson estimator.
+        Nadaraya-Watson estimator. In the logit map the pseudo-observation's
+        label is the parametric prediction instead, so that the correction
+        shrinks towards the parametric map where data are few.
     eps : float, default=1e-7
         Output probabilities are clipped to ``[eps, 1 - eps]`` (and rows then
         renormalised), so that the log-loss of a recalibrated model is finite.
@@ -124,24 +149,25 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels, in the order of the probability columns.
-    method_ : {"grid", "classwise", "canonical"}
+    method_ : {"logit", "grid", "classwise", "canonical"}
         The method used.
-    method_scores_ : dict or None
-        With ``method="auto"``, ``bandwidth="auto"`` and three or more
-        classes: the leave-one-out multiclass log-loss of the classwise and of
-        the canonical map; the lower one is used.
+    base_ : {"temperature", "platt", "sigmoid"}
+        Parametric part of the logit map; logit method only.
     bandwidth_ : float or ndarray of shape (n_classes,)
-        Bandwidth used: ``sigma`` of the grid map, ``b`` of the Dirichlet
+        Bandwidth used: that of the logit map's correction (``inf`` when
+        there is none), ``sigma`` of the grid map, ``b`` of the Dirichlet
         kernel, or one ``sigma`` per class for ``"classwise"``.
     maps_ : list
-        Fitted grid maps (one, or one per class for ``"classwise"``); grid
-        methods only.
+        Fitted maps: the logit map, or the grid maps (one, or one per class
+        for ``"classwise"``); not for the canonical method.
     calibration_points_ : tuple of ndarray
         ``(P, y_index, sample_weight)`` of the calibration data, which the
         Dirichlet smoother needs at transform time; canonical method only.
-    bandwidth_scores_ : ndarray or list of ndarray or None
-        Criterion (leave-one-out log-loss, or the ``"mle"``/``"risk"``
-        criteria) at each candidate bandwidth when one was selected.
+    bandwidth_scores_ : dict, ndarray, list of ndarray or None
+        Criterion at each candidate when one was selected: for the logit
+        map ``{(base, bandwidth): cross-validated log-loss}``; otherwise the
+        leave-one-out log-loss or the ``"mle"``/``"risk"`` criteria at each
+        candidate bandwidth.
     n_features_in_ : int
         Number of probability columns seen during fit (1 for a 1-D input).
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -165,6 +191,35 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     **Labels.** ``y`` holds one label per row. If fewer distinct labels than
     columns appear (a class absent from the calibration data), the labels must
     be column indices ``0 .. K - 1``.
+
+    **The logit map.** With ``z`` the log-odds of the score (``log(p + 1e-12)
+    - log(1 - p + 1e-12)``, as in scikit-learn's temperature scaling), the
+    base is ``u = a z`` (temperature), ``u = a z + b`` (Platt) or ``u = a p +
+    b`` (sigmoid), fitted by maximum a posteriori with a half-normal penalty
+    ``max(log a, 0)^2 / 8`` on slopes sharper than the model's own (it keeps
+    ``a`` finite on separable calibration data without shrinking confident
+    predictions) and a wide normal prior (standard deviation 10) on ``b``.
+    The correction ``alpha_k`` at node ``u_k`` maximises the
+    kernel-weighted log-likelihood ``sum_i w_i K_h(F(u_k) - F(u_i)) log p(y_i
+    | expit(u_i + alpha_k))`` plus ``pseudo_count`` observations labelled
+    ``expit(u_k)``, with ``K_h`` Gaussian in the coordinates ``F`` of the
+    empirical distribution function of ``u`` (narrow where the scores are
+    dense, wide in the tails). Nodes sit at up to 129 weighted quantiles of
+    ``u``, the samples are binned onto them linearly, and ``alpha`` is
+    interpolated between nodes (constant beyond the extreme ones, where the
+    parametric part extrapolates). Working in log-odds keeps the resolution
+    where confident models put their scores: a kernel in probability space
+    cannot tell 0.999 from 0.99999, and the log-loss can.
+
+    **Selection (logit).** Every base and bandwidth candidate is scored by
+    stratified 5-fold cross-validated log-loss (repeated up to 4 times on
+    samples of fewer than 4000 rows; multiclass selection uses at most
+    ``2**16`` evenly spaced rows), and the simplest candidate whose score is
+    within two standard errors of the best is kept (the standard error of
+    the mean paired difference of held-out losses; larger bandwidths first,
+    then temperature, Platt, sigmoid): on a small calibration set the
+    parametric map is kept unless the data clearly ask for more. Folds use
+    a fixed seed, so a fit is deterministic.
 
     **Leave-one-out bandwidth (grid).** For each candidate ``sigma`` the
     leave-one-out prediction ``mu_{-i}(s_i)`` is the grid estimator fitted
@@ -190,8 +245,9 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     the bandwidth then suits a sample of that size. ``"mle"`` and ``"risk"``
     are the ECE-KDE selectors (a density criterion and risk alignment).
 
-    **Where there are no data.** With ``pseudo_count > 0`` the map tends to
-    the even split (1/2, or ``1/K``) far from all calibration data. With
+    **Where there are no data (grid, canonical).** With ``pseudo_count > 0``
+    the map tends to the even split (1/2, or ``1/K``) far from all
+    calibration data. With
     ``pseudo_count=0`` it is the ratio of kernel sums where the kernel mass is
     above 1e-12 of its maximum; elsewhere it is interpolated between the
     nearest reliable grid nodes (constant beyond the extreme ones), the limit
@@ -217,6 +273,8 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     (3, 1)
     >>> bool(np.all(np.abs(q[:, 0] - [0.3, 0.5, 0.7]) < 0.1))
     True
+    >>> cal.base_, cal.bandwidth_    # symmetric about 1/2: one slope suffices
+    ('temperature', inf)
     >>> P = np.column_stack([1 - p, p])               # or the full matrix
     >>> cal.fit(P, y).transform(P[:2]).sum(axis=1)
     array([1., 1.])
@@ -227,12 +285,14 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         *,
         method="auto",
         bandwidth="auto",
+        base="auto",
         pseudo_count=1.0,
         eps=1e-7,
         n_jobs=None,
     ):
         self.method = method
         self.bandwidth = bandwidth
+        self.base = base
         self.pseudo_count = pseudo_count
         self.eps = eps
         self.n_jobs = n_jobs
@@ -252,6 +312,8 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _resolve_method(self, n_classes):
         check_multi_class(self.method, _METHODS, name="method")
+        if self.method in ("auto", "logit"):
+            return "logit"
         if self.method == "canonical":
             return "canonical"
         if n_classes == 2 or self.method == "grid":
@@ -261,15 +323,13 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     f"'canonical' for {n_classes} classes."
                 )
             return "grid"
-        if self.method == "auto" and self.bandwidth == "auto":
-            return "auto"  # chosen in fit by leave-one-out log-loss
-        return "classwise" if self.method == "classwise" else "canonical"
+        return "classwise"
 
     def _check_bandwidth(self, method):
         allowed = _DIRICHLET_BANDWIDTHS if method == "canonical" else _GRID_BANDWIDTHS
+        if method == "logit":
+            allowed = ("auto",)
         bw = self.bandwidth
-        if method == "auto":
-            return bw
         if isinstance(bw, str):
             if bw not in allowed:
                 raise ValueError(
@@ -277,8 +337,11 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     f"use one of {', '.join(map(repr, allowed))} or a float."
                 )
             return bw
-        if method == "canonical":
-            return check_real(bw, "bandwidth", low=0.0, include_low=False)
+        if method in ("canonical", "logit"):
+            # inf is the logit map without correction (the parametric map).
+            return check_real(
+                bw, "bandwidth", low=0.0, include_low=False, allow_inf=method == "logit"
+            )
         return check_sigma(bw, "bandwidth")
 
     # -- fit / transform ----------------------------------------------------
@@ -323,34 +386,20 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.classes_ = classes
         method = self._resolve_method(K)
         bandwidth = self._check_bandwidth(method)
-        self.method_scores_ = None
-        if method == "auto":
-            # Both multiclass maps, kept by their leave-one-out log-loss.
-            loss_cw = self._fit_classwise(P, y_idx, w, bandwidth, eps, prior, True)
-            fitted_cw = (self.maps_, self.bandwidth_, self.bandwidth_scores_)
-            loss_can = self._fit_canonical(P, y_idx, w, bandwidth, eps, prior)
-            self.method_scores_ = {"classwise": loss_cw, "canonical": loss_can}
-            method = "canonical" if loss_can <= loss_cw else "classwise"
-            if method == "classwise":
-                self.maps_, self.bandwidth_, self.bandwidth_scores_ = fitted_cw
-                del self.calibration_points_
-            else:
-                del self.maps_
+        if method == "logit":
+            base = check_multi_class(self.base, _BASES, name="base")
+            self._fit_logit(P, y_idx, w, bandwidth, base, eps, prior * w.sum())
         elif method == "canonical":
             self._fit_canonical(P, y_idx, w, bandwidth, eps, prior)
         else:
             self._fit_classwise(
-                P, y_idx, w, bandwidth, eps, prior, False, binary=method == "grid"
+                P, y_idx, w, bandwidth, eps, prior, binary=method == "grid"
             )
         self.method_ = method
         return self
 
-    def _fit_classwise(self, P, y_idx, w, bandwidth, eps, prior, loo, binary=False):
-        """One grid map per class (the positive one only if ``binary``).
-
-        With ``loo``, returns the leave-one-out multiclass log-loss of the
-        renormalised one-vs-rest maps.
-        """
+    def _fit_classwise(self, P, y_idx, w, bandwidth, eps, prior, binary=False):
+        """One grid map per class (the positive one only if ``binary``)."""
         cols = [1] if binary else range(P.shape[1])
         fits = [
             self._fit_grid(
@@ -363,22 +412,32 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         sig = np.array([m.sigma for m in self.maps_])
         self.bandwidth_ = float(sig[0]) if binary else sig
         self.bandwidth_scores_ = scores[0] if binary else scores
-        if not loo:
-            return None
-        Q = np.column_stack(
-            [
-                _rc.loo_predictions(
-                    stats,
-                    (y_idx == k).astype(np.float64),
-                    P[:, k],
-                    w,
-                    m.sigma,
-                    prior=prior,
-                )
-                for k, (m, _, stats) in enumerate(fits)
-            ]
-        )
-        return _rc.weighted_log_loss(_rc.finalize_proba(Q, eps), y_idx, w)
+
+    def _fit_logit(self, P, y_idx, w, bandwidth, base, eps, pseudo_count):
+        if P.shape[1] == 2:
+            fit, scores = _lm.fit_binary_logit_map(
+                _lm.binary_log_odds(P),
+                y_idx.astype(np.float64),
+                w,
+                prior=pseudo_count,
+                eps=eps,
+                bandwidth=bandwidth,
+                base=base,
+            )
+        else:
+            fit, scores = _lm.fit_multiclass_logit_map(
+                _lm.log_probabilities(P),
+                y_idx,
+                w,
+                prior=pseudo_count,
+                eps=eps,
+                bandwidth=bandwidth,
+                base=base,
+            )
+        self.base_ = fit.base
+        self.maps_ = [fit]
+        self.bandwidth_ = fit.bandwidth
+        self.bandwidth_scores_ = scores
 
     @staticmethod
     def _fit_grid(y, s, w, bandwidth, eps, prior):
@@ -429,9 +488,6 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             b = bandwidth
         self.bandwidth_ = float(b)
         self.calibration_points_ = (P, y_idx, w)
-        if bandwidth == "auto":
-            return float(np.min(self.bandwidth_scores_))
-        return None
 
     def transform(self, X):
         """Recalibrated probabilities.
@@ -454,6 +510,15 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if P.shape[1] != K:
             raise ValueError(f"X has {P.shape[1]} classes; {K} were seen in fit.")
         eps = float(self.eps)
+        if self.method_ == "logit":
+            fit = self.maps_[0]
+            if K == 2:
+                q = fit(_lm.binary_log_odds(P))
+                Q = np.column_stack([1.0 - q, q])
+            else:
+                Q = fit(_lm.log_probabilities(P))
+            Q = _rc.finalize_proba(Q, eps)
+            return Q[:, 1:] if self.n_features_in_ == 1 else Q
         if self.method_ == "grid":
             q = np.clip(self.maps_[0](P[:, 1]), eps, 1.0 - eps)
             out = (

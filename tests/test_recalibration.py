@@ -176,6 +176,7 @@ def _ll(y, q):
     return -np.mean(y * np.log(q) + (1 - y) * np.log(1 - q))
 
 
+@pytest.mark.parametrize("method", ["auto", "grid"])
 @pytest.mark.parametrize(
     "problem, tol, sm_tol",
     # A kernel map blurs the jump of "step" over a band of width ~sigma, where
@@ -183,10 +184,10 @@ def _ll(y, q):
     # or 0.8: a little more log-loss and a visible smECE.
     [("overconfident", 0.01, 0.01), ("u2", 0.01, 0.01), ("step", 0.02, 0.04)],
 )
-def test_recalibration_reaches_the_calibrated_optimum(problem, tol, sm_tol):
+def test_recalibration_reaches_the_calibrated_optimum(problem, tol, sm_tol, method):
     cal = make_calibration_problem(6000, problem=problem, random_state=10)
     test = make_calibration_problem(20000, problem=problem, random_state=11)
-    rc = KernelRecalibrator().fit(cal.y_proba, cal.y_true)
+    rc = KernelRecalibrator(method=method).fit(cal.y_proba, cal.y_true)
     q = rc.transform(test.y_proba)[:, 0]
     oracle = calibration_function(test.y_proba, problem=problem)
     y = test.y_true
@@ -199,9 +200,11 @@ def test_recalibration_reaches_the_calibrated_optimum(problem, tol, sm_tol):
     assert smooth_ece(y, q) < 0.35 * smooth_ece(y, test.y_proba)
 
 
-def test_recalibrator_leaves_calibrated_scores_almost_unchanged():
+@pytest.mark.parametrize("method", ["auto", "grid"])
+def test_recalibrator_leaves_calibrated_scores_almost_unchanged(method):
     d = make_calibration_problem(20000, problem="calibrated", random_state=3)
-    q = KernelRecalibrator().fit(d.y_proba, d.y_true).transform(d.y_proba)[:, 0]
+    rc = KernelRecalibrator(method=method).fit(d.y_proba, d.y_true)
+    q = rc.transform(d.y_proba)[:, 0]
     assert np.mean(np.abs(q - d.y_proba)) < 0.02
 
 
@@ -216,7 +219,7 @@ def _multiclass(n, K=4, T=2.5, seed=0):
     return F, np.minimum(y, K - 1), eta
 
 
-@pytest.mark.parametrize("method", ["canonical", "classwise"])
+@pytest.mark.parametrize("method", ["logit", "canonical", "classwise"])
 def test_multiclass_recalibration_improves_log_loss(method):
     F, y, _ = _multiclass(2500, seed=1)
     Ft, yt, eta_t = _multiclass(4000, seed=2)
@@ -235,37 +238,10 @@ def test_multiclass_recalibration_improves_log_loss(method):
         assert np.ndim(rc.bandwidth_) == 0
 
 
-def test_auto_method_keeps_lower_loo_log_loss():
-    F, y, _ = _multiclass(800, seed=11)
-    rc = KernelRecalibrator().fit(F, y)
-    scores = rc.method_scores_
-    assert set(scores) == {"classwise", "canonical"}
-    assert rc.method_ == min(scores, key=scores.get)
-    # the classwise score is the LOO log-loss of the renormalised maps
-    cw = KernelRecalibrator(method="classwise").fit(F, y)
-    Q = np.column_stack(
-        [
-            loo_predictions(
-                calibration_statistics((y == k) * 1.0, F[:, k], np.ones(800)),
-                (y == k) * 1.0,
-                F[:, k],
-                np.ones(800),
-                cw.bandwidth_[k],
-                prior=1 / 800,
-            )
-            for k in range(4)
-        ]
-    )
-    Q = np.clip(Q, 1e-7, 1 - 1e-7)
-    Q /= Q.sum(axis=1, keepdims=True)
-    ref = -np.mean(np.log(Q[np.arange(800), y]))
-    assert scores["classwise"] == pytest.approx(ref, rel=1e-10)
-
-
 @pytest.mark.parametrize("bandwidth", ["mle", "risk", 0.05])
 def test_canonical_bandwidth_options(bandwidth):
     F, y, _ = _multiclass(600, seed=3)
-    rc = KernelRecalibrator(bandwidth=bandwidth).fit(F, y)
+    rc = KernelRecalibrator(method="canonical", bandwidth=bandwidth).fit(F, y)
     assert rc.method_ == "canonical"
     if isinstance(bandwidth, float):
         assert rc.bandwidth_ == bandwidth
@@ -317,7 +293,9 @@ def test_canonical_pseudo_count_is_a_uniform_pseudo_observation():
     F, y, _ = _multiclass(60, K=3, seed=6)
     X = _multiclass(4, K=3, seed=7)[0]
     b, c = 0.3, 2.0
-    rc = KernelRecalibrator(bandwidth=b, eps=1e-12, pseudo_count=c).fit(F, y)
+    rc = KernelRecalibrator(
+        method="canonical", bandwidth=b, eps=1e-12, pseudo_count=c
+    ).fit(F, y)
     Kmat = np.array([[dirichlet.pdf(x, f / b + 1) for f in F] for x in X])
     k_self = np.array([dirichlet.pdf(x, x / b + 1) for x in X])
     R = (Kmat @ np.eye(3)[y] + c * k_self[:, None] / 3) / (
@@ -329,24 +307,26 @@ def test_canonical_pseudo_count_is_a_uniform_pseudo_observation():
 def test_grid_pseudo_count_is_a_half_label_pseudo_observation():
     y, s, w = _binary(400, seed=8)
     sigma, c = 0.03, 3.0
-    rc = KernelRecalibrator(bandwidth=sigma, pseudo_count=c).fit(s, y, w)
+    rc = KernelRecalibrator(method="grid", bandwidth=sigma, pseudo_count=c)
+    rc.fit(s, y, w)
     t = np.linspace(0, 1, 101)
     K = reflected_kernel(t, s, sigma) * w
     k0 = 1.0 / (sigma * np.sqrt(2 * np.pi))
     ref = (K @ y + 0.5 * c * k0) / (K.sum(axis=1) + c * k0)
     np.testing.assert_allclose(rc.transform(t)[:, 0], ref, atol=2e-4)
     # far from the data it tends to one half
-    far = KernelRecalibrator(bandwidth=0.002, pseudo_count=1).fit([0.1, 0.11], [1, 1])
+    far = KernelRecalibrator(method="grid", bandwidth=0.002, pseudo_count=1)
+    far.fit([0.1, 0.11], [1, 1])
     assert far.transform([0.9])[0, 0] == pytest.approx(0.5)
 
 
 def test_smece_bandwidth_and_float_bandwidth():
     y, s, w = _binary(2000, seed=6)
-    rc = KernelRecalibrator(bandwidth="smece").fit(s, y)
+    rc = KernelRecalibrator(method="grid", bandwidth="smece").fit(s, y)
     assert rc.bandwidth_ == pytest.approx(
         max(smooth_ece(y, s), SIGMA_GRID[0]), abs=1e-4
     )
-    rc = KernelRecalibrator(bandwidth=0.1, pseudo_count=0)
+    rc = KernelRecalibrator(method="grid", bandwidth=0.1, pseudo_count=0)
     rc.fit(s, y, sample_weight=w)
     t = np.linspace(0, 1, 50)
     np.testing.assert_allclose(
@@ -354,14 +334,22 @@ def test_smece_bandwidth_and_float_bandwidth():
     )
 
 
-def test_integer_weights_equal_repeated_rows():
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"method": "grid", "bandwidth": 0.05},
+        {"method": "logit", "base": "platt", "bandwidth": 0.05},
+        {"method": "logit", "base": "sigmoid", "bandwidth": 0.2},
+    ],
+)
+def test_integer_weights_equal_repeated_rows(params):
     y, s, _ = _binary(300, seed=7)
     w = np.random.default_rng(0).integers(0, 4, 300).astype(float)
     rep = np.repeat(np.arange(300), w.astype(int))
-    a = KernelRecalibrator(bandwidth=0.05).fit(s, y, sample_weight=w)
-    b = KernelRecalibrator(bandwidth=0.05).fit(s[rep], y[rep])
+    a = KernelRecalibrator(**params).fit(s, y, sample_weight=w)
+    b = KernelRecalibrator(**params).fit(s[rep], y[rep])
     t = np.linspace(0, 1, 101)
-    np.testing.assert_allclose(a.transform(t), b.transform(t), atol=1e-10)
+    np.testing.assert_allclose(a.transform(t), b.transform(t), atol=1e-9)
 
 
 def test_output_layout_and_clipping():
@@ -424,9 +412,19 @@ def test_transform_rejects_bad_probabilities(bad, match):
     "params, match",
     [
         ({"method": "top-label"}, "method must be one of"),
-        ({"bandwidth": "mle"}, "bandwidth='mle' is not available for the 'grid'"),
+        ({"bandwidth": "mle"}, "bandwidth='mle' is not available for the 'logit'"),
+        ({"bandwidth": "smece"}, "bandwidth='smece' is not available for the 'logit'"),
+        (
+            {"method": "grid", "bandwidth": "mle"},
+            "bandwidth='mle' is not available for the 'grid'",
+        ),
         ({"bandwidth": 0.0}, "bandwidth must be > 0"),
-        ({"bandwidth": 2.0}, "bandwidth must be <= 1"),
+        ({"bandwidth": -1.0}, "bandwidth must be > 0"),
+        ({"bandwidth": np.nan}, "bandwidth"),
+        ({"method": "grid", "bandwidth": 2.0}, "bandwidth must be <= 1"),
+        ({"base": "isotonic"}, "base must be one of"),
+        ({"bandwidth": np.inf, "base": "temperature"}, None),
+        ({"bandwidth": 2.0}, None),
         ({"eps": 0.7}, "eps must be < 0.5"),
         ({"method": "grid", "bandwidth": 0.1}, None),
     ],
@@ -556,8 +554,9 @@ def _expected_failures(estimator):
         out["check_fit2d_1feature"] = "5 folds need 5 samples per class"
     if isinstance(estimator, RecalibratedClassifier) and estimator.calibrator is None:
         reason = (
-            "the leave-one-out bandwidth of the grid maps removes a sample's whole "
-            "weight (importance weights), not one of its repeated copies"
+            "the default calibrator chooses its base and bandwidth by "
+            "cross-validation over rows: repeated rows fall in several folds, a "
+            "weighted row in one"
         )
         for kind in ("dense", "sparse"):
             out[f"check_sample_weight_equivalence_on_{kind}_data"] = reason
@@ -568,7 +567,9 @@ def _expected_failures(estimator):
     [
         KernelRecalibrator(),
         # the meta-estimator's logic with a cheap (fixed-bandwidth) calibrator
-        RecalibratedClassifier(cv=2, calibrator=KernelRecalibrator(bandwidth=0.1)),
+        RecalibratedClassifier(
+            cv=2, calibrator=KernelRecalibrator(base="temperature", bandwidth=0.1)
+        ),
     ],
     expected_failed_checks=_expected_failures,
 )

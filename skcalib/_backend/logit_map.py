@@ -1,0 +1,635 @@
+"""Recalibration maps in log-odds space: a parametric fit plus a kernel correction.
+
+The map of a binary problem is ``q(z) = expit(u + alpha(u))`` with ``z`` the
+log-odds of the input probability, ``u = a z + b`` a Platt (or, with ``b = 0``,
+temperature) fit and ``alpha`` a local-likelihood correction: at each node
+``u_k`` the offset ``alpha_k`` maximises the kernel-weighted log-likelihood
+``sum_i w_i K_h(u_k - u_i) log p(y_i | expit(u_i + alpha_k))``, shrunk towards
+0 by a pseudo-observation whose label is the base prediction ``expit(u_k)``.
+As ``h -> infinity`` the correction vanishes (Platt's first-order conditions
+already hold), so the family runs from the parametric fit to a local one, and
+the bandwidth is chosen by cross-validated log-loss with ``h = inf`` among the
+candidates. Multiclass maps apply the same correction to each class's
+log-odds after temperature scaling, then renormalise the rows.
+
+Working in log-odds keeps the resolution where confident models put their
+scores (a probability-space kernel cannot tell 0.999 from 0.99999), and the
+parametric part extrapolates beyond the calibration data.
+
+All kernel sums run over ``m <= MAX_NODES`` nodes at quantiles of the data,
+onto which the samples are binned linearly (weights and first moments kept
+exactly), so a fit costs ``O(n + m^2)`` per bandwidth after one binning pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+from scipy.special import expit, log_expit, logsumexp, softmax
+
+__all__ = [
+    "BANDWIDTHS",
+    "LogitMap",
+    "binary_log_odds",
+    "class_log_odds",
+    "fit_binary_logit_map",
+    "fit_multiclass_logit_map",
+    "log_probabilities",
+]
+
+# Added to probabilities before the logarithm (as scikit-learn's temperature
+# scaling does), so that a zero probability becomes a finite log-odds of -27.6.
+LOGIT_FLOOR = 1e-12
+# Candidate correction bandwidths, in units of the empirical distribution
+# function of the scores (a nearest-neighbour-like bandwidth: narrow where
+# the scores are dense, wide in the tails); inf = no correction.
+BANDWIDTHS = tuple(2.0 ** np.arange(-7, 0)) + (np.inf,)
+N_FOLDS = 5
+# Prior standard deviations of the log-slope (log inverse temperature; a
+# one-sided penalty on slopes above 1) and of the intercept of the base.
+LOG_SCALE_PRIOR_SD = 2.0
+INTERCEPT_PRIOR_SD = 10.0
+# Candidates within this many standard errors of the best count as ties.
+SE_MULTIPLIER = 2.0
+MAX_NODES = 129
+# Rows used to select the multiclass bandwidth and to fit the temperature.
+MAX_SELECTION_ROWS = 2**16
+# Log-odds offsets are kept within this range where the data cannot pin them.
+_ALPHA_LIMIT = 30.0
+
+
+def log_probabilities(P):
+    """``log(P + LOGIT_FLOOR)``."""
+    return np.log(P + LOGIT_FLOOR)
+
+
+def binary_log_odds(P):
+    """Log-odds of the second column of a two-column probability matrix."""
+    L = log_probabilities(P)
+    return L[:, 1] - L[:, 0]
+
+
+def class_log_odds(L):
+    """One-vs-rest log-odds ``L_k - log sum_{j != k} exp(L_j)`` of each column."""
+    n, K = L.shape
+    out = np.empty_like(L)
+    for k in range(K):
+        rest = np.delete(L, k, axis=1)
+        out[:, k] = L[:, k] - logsumexp(rest, axis=1)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Nodes and linear binning
+# ---------------------------------------------------------------------------
+
+
+def make_nodes(u, w, max_nodes=MAX_NODES):
+    """Increasing nodes at weighted quantiles of ``u``, taken at data values.
+
+    The extreme nodes are the smallest and largest ``u`` of positive weight,
+    and a sample of at most ``max_nodes`` distinct values gets one node per
+    value. Integer weights give the nodes of the repeated rows.
+    """
+    step = max(1, u.shape[0] // 2**16)
+    keep = w[::step] > 0
+    u, w = u[::step][keep], w[::step][keep]
+    order = np.argsort(u, kind="stable")
+    u, cum = u[order], np.cumsum(w[order])
+    nodes = np.unique(u)
+    if nodes.shape[0] > max_nodes:
+        at = np.searchsorted(cum, np.linspace(0.0, cum[-1], max_nodes), side="left")
+        q = u[np.minimum(at, u.shape[0] - 1)]
+        q[0], q[-1] = u[0], u[-1]
+        nodes = np.unique(q)
+    # Scores equal up to rounding (one row predicted in two batches) share a
+    # node, so that the fit does not depend on the last bits of the input.
+    close = np.diff(nodes) <= 1e-9 * (1.0 + np.abs(nodes[1:]))
+    nodes = nodes[np.r_[True, ~close]]
+    if nodes.shape[0] == 1:  # one distinct value: an interval starting at it,
+        nodes = np.array([nodes[0], nodes[0] + 1.0])  # which keeps all its mass
+    return nodes
+
+
+def hat_weights(u, nodes):
+    """Left node index and the share ``theta`` of the right node for each ``u``."""
+    m = nodes.shape[0]
+    idx = np.clip(np.searchsorted(nodes, u, side="right") - 1, 0, m - 2)
+    left = nodes[idx]
+    theta = np.clip((u - left) / (nodes[idx + 1] - left), 0.0, 1.0)
+    return idx, theta
+
+
+def bin_to_nodes(u, y, w, nodes):
+    """Node sums ``(sum w y, sum w)`` with hat weights; shape ``(2, m)``."""
+    m = nodes.shape[0]
+    idx, theta = hat_weights(u, nodes)
+    right = w * theta
+    left = w - right
+    out = np.empty((2, m))
+    for row, wy in enumerate((y, None)):
+        a, b = (left, right) if wy is None else (left * wy, right * wy)
+        out[row] = np.bincount(idx, a, minlength=m) + np.bincount(idx + 1, b, m)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Parametric base
+# ---------------------------------------------------------------------------
+
+
+def fit_platt(z, stats, *, intercept=True, max_iter=100):
+    """Platt scaling ``expit(a z + b)``, ``a > 0``, fitted to node statistics.
+
+    Maximum a posteriori: the weighted log-likelihood plus a half-Gaussian
+    penalty ``max(log a, 0)^2 / (2 LOG_SCALE_PRIOR_SD^2)`` (slopes sharper
+    than the model's own scale cost something, softer ones nothing) and a
+    wide Gaussian prior on ``b``. The penalty keeps ``a`` finite on
+    separable calibration data (the plain maximum-likelihood slope is then
+    infinite) without shrinking confident predictions the way Platt's
+    smoothed targets do. Newton's method on ``(log a, b)``, the Hessian
+    shifted to positive definiteness where needed, with step halving.
+
+    Returns
+    -------
+    (a, b) : tuple of float (``b = 0`` without intercept)
+    """
+    W1, W = stats
+    prec = np.array([LOG_SCALE_PRIOR_SD**-2, INTERCEPT_PRIOR_SD**-2])
+    d = 2 if intercept else 1
+    prec = prec[:d]
+
+    def penalised(theta):
+        # Only a log-slope above 0 (sharper than the model) is penalised.
+        return np.concatenate([[max(theta[0], 0.0)], theta[1:]])
+
+    def objective(theta):
+        eta = np.exp(theta[0]) * z + (theta[1] if intercept else 0.0)
+        pen = penalised(theta)
+        return float(W @ np.logaddexp(0.0, eta) - W1 @ eta + 0.5 * prec @ pen**2)
+
+    theta = np.zeros(d)
+    value = objective(theta)
+    for _ in range(max_iter):
+        a = np.exp(theta[0])
+        eta = a * z + (theta[1] if intercept else 0.0)
+        p = expit(eta)
+        r, v = W * p - W1, W * p * (1.0 - p)
+        grad = np.array([a * (r @ z), r.sum()][:d]) + prec * penalised(theta)
+        curv = prec * np.concatenate([[float(theta[0] > 0)], np.ones(d - 1)])
+        hess = np.array(
+            [[a * (r @ z) + a * a * (v @ (z * z)), a * (v @ z)], [a * (v @ z), v.sum()]]
+        )[:d, :d] + np.diag(curv)
+        low = np.linalg.eigvalsh(hess)[0]
+        if low <= 1e-12:
+            hess += (1e-9 - low + 1e-12 * np.abs(hess).max()) * np.eye(d)
+        step = -np.linalg.solve(hess, grad)
+        step *= min(1.0, 4.0 / np.abs(step).max(initial=1e-300))  # e^4 per step
+        t = 1.0
+        while True:
+            new = objective(theta + t * step)
+            if new <= value or t < 1e-10:
+                break
+            t *= 0.5
+        if new > value:
+            break
+        theta = theta + t * step
+        gain, value = value - new, new
+        if gain <= 1e-13 * (abs(value) + 1.0):
+            break
+    return float(np.exp(theta[0])), float(theta[1]) if intercept else 0.0
+
+
+def fit_inverse_temperature(L, y_idx, w):
+    """Inverse temperature ``beta`` of ``softmax(beta L)`` (maximum a posteriori).
+
+    Minimises ``-sum_i w_i log softmax(beta L_i)[y_i]`` plus the penalty
+    of :func:`fit_platt` on ``log beta``, by a bounded scalar search
+    on ``log beta`` in ``[-10, 10]`` polished by Newton steps on the
+    analytic gradient (the objective is flat at its minimum, so the search
+    alone leaves ``beta`` uncertain at the ``1e-8`` level).
+    """
+    Ly = L[np.arange(L.shape[0]), y_idx]
+    prec = LOG_SCALE_PRIOR_SD**-2
+
+    def objective(log_beta):
+        b = np.exp(log_beta)
+        nll = float(w @ (logsumexp(b * L, axis=1) - b * Ly))
+        return nll + 0.5 * prec * max(log_beta, 0.0) ** 2
+
+    t = minimize_scalar(
+        objective, bounds=(-10.0, 10.0), method="bounded", options={"xatol": 1e-10}
+    ).x
+    for _ in range(3):
+        b = np.exp(t)
+        S = softmax(b * L, axis=1)
+        mean = np.einsum("ij,ij->i", S, L)
+        var = np.einsum("ij,ij->i", S, L * L) - mean * mean
+        g = b * float(w @ (mean - Ly))
+        grad = g + prec * max(t, 0.0)
+        curv = g + b * b * float(w @ var) + prec * (t > 0)
+        if not curv > 0:
+            break
+        step = -grad / curv
+        if abs(step) > 1e-3 or not -10.0 <= t + step <= 10.0:
+            break  # not in Newton's region: keep the search's answer
+        t += step
+        if abs(step) < 1e-15:
+            break
+    return float(np.exp(t))
+
+
+# ---------------------------------------------------------------------------
+# Kernel correction
+# ---------------------------------------------------------------------------
+
+
+def node_coordinates(stats):
+    """Empirical distribution function at the nodes (mid-point of each mass)."""
+    W = stats[1]
+    total = W.sum()
+    return (np.cumsum(W) - 0.5 * W) / total if total > 0 else np.zeros_like(W)
+
+
+def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9):
+    """Local-likelihood log-odds offsets ``alpha`` at the nodes ``u``.
+
+    ``alpha_k`` solves ``sum_j K_kj (W1_j - W_j expit(u_j + alpha_k)) +
+    prior (expit(u_k) - expit(u_k + alpha_k)) = 0`` with the Gaussian kernel
+    ``K_kj = exp(-(F_k - F_j)^2 / (2 h^2))`` in the coordinates ``F`` of
+    :func:`node_coordinates` (its peak is 1, so ``prior`` is a weight in the
+    units of ``W``). Each equation is the score of a concave one-parameter
+    likelihood; Newton's method from ``init`` (default 0) with steps capped
+    at 4, until no offset moves by more than ``tol``. Offsets are kept in
+    ``[-30, 30]``: a node whose data all carry one label (and no prior)
+    would drift towards an infinite offset, and stopping it at the bound
+    rather than wherever its probability stops changing keeps the fit
+    independent of the path (sample order, warm starts), which matters
+    because ``alpha`` is interpolated between nodes. ``h = inf`` returns
+    zeros.
+    """
+    if not np.isfinite(h):
+        return np.zeros_like(u)
+    W1, W = stats
+    F = node_coordinates(stats)
+    kern = np.exp(-0.5 * np.square((F[:, None] - F[None, :]) / h))
+    kw1 = kern @ W1
+    kw = kern * W[None, :]
+    base = expit(u)
+    alpha = np.zeros_like(u) if init is None else init.copy()
+    for _ in range(max_iter):
+        P = expit(u[None, :] + alpha[:, None])
+        own = expit(u + alpha)
+        grad = kw1 - np.einsum("kj,kj->k", kw, P) + prior * (base - own)
+        P *= 1.0 - P
+        curv = np.einsum("kj,kj->k", kw, P) + prior * own * (1.0 - own)
+        step = np.clip(grad / np.maximum(curv, 1e-300), -4.0, 4.0)
+        new = np.clip(alpha + step, -_ALPHA_LIMIT, _ALPHA_LIMIT)
+        moved = np.max(np.abs(new - alpha))
+        alpha = new
+        if moved < tol:
+            break
+    return alpha
+
+
+@dataclass(frozen=True)
+class LogitMap:
+    """``u -> expit(u + alpha(u))`` with ``alpha`` interpolated between nodes.
+
+    Beyond the extreme nodes ``alpha`` is constant: the parametric part
+    carries the map.
+    """
+
+    nodes: np.ndarray
+    alpha: np.ndarray
+    bandwidth: float
+
+    def log_odds(self, u):
+        # No extrapolation beyond the most extreme calibration score: being
+        # more confident there costs little when right and much when wrong.
+        u = np.clip(u, self.nodes[0], self.nodes[-1])
+        if not np.any(self.alpha):
+            return u
+        return u + np.interp(u, self.nodes, self.alpha)
+
+
+def _node_log_loss(log_odds, stats, eps):
+    """Held-out log-losses of the node masses and their weights.
+
+    Returns ``(losses, weights)``, each of shape ``(2 m,)``: the loss of a
+    positive and of a negative sample at each node, weighted by the
+    positive and negative mass there.
+    """
+    W1, W = stats
+    lo, hi = np.log(eps), np.log1p(-eps)
+    l1 = -np.clip(log_expit(log_odds), lo, hi)
+    l0 = -np.clip(log_expit(-log_odds), lo, hi)
+    return np.concatenate([l1, l0]), np.concatenate([W1, W - W1])
+
+
+def standard_error_choice(candidates, losses, weights, n_eff):
+    """The first (simplest) candidate within ``SE_MULTIPLIER`` standard errors.
+
+    ``losses[c]`` holds the held-out losses of candidate ``c``, paired across
+    candidates (same samples, same order) and weighted by ``weights``. A
+    candidate is kept if its mean loss exceeds the best one's by at most
+    ``SE_MULTIPLIER`` standard errors of the mean paired difference, with
+    ``n_eff`` independent samples (Breiman's one-SE rule, on paired
+    differences and with a wider margin). The paired difference is what
+    tells two candidates apart; its standard error shrinks with the sample
+    size much faster than that of either mean loss, so a large calibration
+    set gets the map it supports, while on a small one the margin keeps the
+    winner of many noisy comparisons from being chosen by chance.
+    Returns the chosen candidate and ``{candidate: mean loss}``.
+    """
+    total = weights.sum()
+    means = {c: float(weights @ losses[c]) / total for c in candidates}
+    best = min(candidates, key=means.get)
+    for c in candidates:
+        d = losses[c] - losses[best]
+        gap = means[c] - means[best]
+        var = max(float(weights @ (d * d)) / total - gap * gap, 0.0)
+        if gap <= SE_MULTIPLIER * np.sqrt(var / max(n_eff, 1.0)):
+            return c, means
+    return best, means  # pragma: no cover (the best is within 0 of itself)
+
+
+def effective_size(w):
+    """Kish's effective sample size ``(sum w)^2 / sum w^2``."""
+    return float(w.sum() ** 2 / max(float(w @ w), 1e-300))
+
+
+def stratified_folds(y_idx, n_folds=N_FOLDS, seed=0):
+    """Fold index per sample: labels spread evenly, order otherwise random."""
+    rng = np.random.default_rng(seed)
+    order = np.lexsort((rng.random(y_idx.shape[0]), y_idx))
+    folds = np.empty(y_idx.shape[0], dtype=np.intp)
+    folds[order] = np.arange(y_idx.shape[0]) % n_folds
+    return folds
+
+
+# ---------------------------------------------------------------------------
+# Binary
+# ---------------------------------------------------------------------------
+
+
+def _base_feature(z, base):
+    """Regressor of the parametric base: the log-odds, or the probability."""
+    return expit(z) if base == "sigmoid" else z
+
+
+def _fit_base(z_nodes, stats, base):
+    """Base log-odds at the nodes and its coefficients ``(a, b)``."""
+    x = _base_feature(z_nodes, base)
+    a, b = fit_platt(x, stats, intercept=base != "temperature")
+    return a * x + b, (a, b)
+
+
+@dataclass(frozen=True)
+class BinaryLogitFit:
+    """Fitted binary map: base log-odds ``u = a x + b`` then the correction.
+
+    ``x`` is the log-odds ``z`` of the score (bases ``"temperature"``, with
+    ``b = 0``, and ``"platt"``) or the score itself (``"sigmoid"``).
+    """
+
+    base: str
+    coef: tuple
+    correction: LogitMap
+
+    @property
+    def bandwidth(self):
+        return self.correction.bandwidth
+
+    def __call__(self, z):
+        a, b = self.coef
+        u = a * _base_feature(z, self.base) + b
+        return expit(self.correction.log_odds(u))
+
+
+def _n_repeats(n, n_maps=1):
+    """Cross-validation repeats: more for small samples, where one split is noisy.
+
+    ``n_maps`` one-vs-rest corrections per fit (the cost) count against it.
+    """
+    return int(np.clip(4000 // max(n * n_maps, 1), 1, 4))
+
+
+def _simplest_first(hs):
+    """Bandwidths from no correction (inf) to the smallest."""
+    return sorted(hs, reverse=True)
+
+
+BINARY_BASES = ("temperature", "platt", "sigmoid")
+
+
+def _candidates(bandwidth, base, auto_bases):
+    """Bandwidths, bases and ``(base, h)`` pairs, simplest first."""
+    hs = _simplest_first(BANDWIDTHS if bandwidth == "auto" else (float(bandwidth),))
+    bases = auto_bases if base == "auto" else (base,)
+    return hs, bases, [(bs, h) for h in hs for bs in bases]
+
+
+def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
+    """Fit the binary map; choose base and bandwidth by cross-validated log-loss.
+
+    The candidates are every base (``base="auto"``: ``BINARY_BASES``, else
+    the one given) with every bandwidth (``bandwidth="auto"``:
+    ``BANDWIDTHS``, else the one given); a single candidate is fitted
+    directly. The held-out
+    log-loss is evaluated on node statistics (stratified 5-fold
+    cross-validation, repeated for small samples), and the simplest candidate
+    of :func:`standard_error_choice` is kept (larger bandwidths before
+    smaller ones, then the order of ``BINARY_BASES``).
+
+    Parameters
+    ----------
+    z : ndarray of shape (n,)
+        Log-odds of the scores.
+    y : ndarray of shape (n,)
+        Labels in {0, 1} (float).
+    w : ndarray of shape (n,)
+        Sample weights.
+    prior : float
+        Pseudo-observation weight of the correction.
+    eps : float
+        Clipping of probabilities inside the log-loss.
+    bandwidth : "auto" or float (``inf`` allowed)
+    base : "auto" or one of ``BINARY_BASES``
+
+    Returns
+    -------
+    fit : BinaryLogitFit
+    scores : dict or None
+        ``{(base, h): cross-validated log-loss}`` when something was selected.
+    """
+    nodes = make_nodes(z, w)
+    hs, bases, candidates = _candidates(bandwidth, base, BINARY_BASES)
+    scores = None
+    if len(candidates) > 1 and z.shape[0] >= 2 * N_FOLDS:
+        losses = {c: [] for c in candidates}
+        weights = []
+        repeats = _n_repeats(z.shape[0])
+        for r in range(repeats):
+            folds = stratified_folds(y.astype(np.intp), seed=r)
+            fold_stats = np.stack(
+                [
+                    bin_to_nodes(z[folds == f], y[folds == f], w[folds == f], nodes)
+                    for f in range(N_FOLDS)
+                ]
+            )
+            total = fold_stats.sum(axis=0)
+            for f in range(N_FOLDS):
+                train = total - fold_stats[f]
+                weights.append(_node_log_loss(nodes, fold_stats[f], eps)[1])
+                for bs in bases:
+                    u, _ = _fit_base(nodes, train, bs)
+                    alpha = None
+                    for h in hs:
+                        alpha = fit_correction(u, train, h, prior, init=alpha)
+                        held_out = _node_log_loss(u + alpha, fold_stats[f], eps)
+                        losses[(bs, h)].append(held_out[0])
+        (base, h), scores = standard_error_choice(
+            candidates,
+            {c: np.concatenate(v) for c, v in losses.items()},
+            np.concatenate(weights),
+            effective_size(w),
+        )
+    else:
+        base, h = candidates[0]
+    stats = bin_to_nodes(z, y, w, nodes)
+    u, coef = _fit_base(nodes, stats, base)
+    alpha = fit_correction(u, stats, h, prior)
+    return BinaryLogitFit(base, coef, LogitMap(u, alpha, h)), scores
+
+
+# ---------------------------------------------------------------------------
+# Multiclass
+# ---------------------------------------------------------------------------
+
+MULTICLASS_BASES = ("temperature", "sigmoid")
+
+
+@dataclass(frozen=True)
+class MulticlassLogitFit:
+    """Base log-odds per class, one correction per class, rows renormalised.
+
+    Bases: ``"temperature"`` (``softmax(beta L)``, whose one-vs-rest log-odds
+    are corrected), or one-vs-rest Platt scaling of each class's log-odds
+    (``"platt"``, ``a_k z_k + b_k``) or of its probability (``"sigmoid"``,
+    ``a_k p_k + b_k``).
+    """
+
+    base: str
+    coef: object  # beta, or an array of shape (K, 2)
+    corrections: tuple
+
+    @property
+    def bandwidth(self):
+        return self.corrections[0].bandwidth
+
+    def base_log_odds(self, L):
+        if self.base == "temperature":
+            return class_log_odds(self.coef * L)
+        x = _base_feature(class_log_odds(L), self.base)
+        return x * self.coef[:, 0] + self.coef[:, 1]
+
+    def __call__(self, L):
+        U = self.base_log_odds(L)
+        Q = np.column_stack(
+            [expit(c.log_odds(U[:, k])) for k, c in enumerate(self.corrections)]
+        )
+        return Q / Q.sum(axis=1, keepdims=True)
+
+
+class _ClassStatistics:
+    """A fitted multiclass base, with per-class nodes and node statistics."""
+
+    def __init__(self, L, y_idx, w, base, rows=slice(None)):
+        self.base = base
+        if base == "temperature":
+            self.coef = fit_inverse_temperature(L[rows], y_idx[rows], w[rows])
+            Z = class_log_odds(self.coef * L)
+        else:
+            Z = class_log_odds(L)
+        self.nodes, self.stats, coefs = [], [], []
+        for k in range(L.shape[1]):
+            nodes = make_nodes(Z[:, k], w)
+            stats = bin_to_nodes(Z[:, k], (y_idx == k).astype(np.float64), w, nodes)
+            if base != "temperature":
+                nodes, ab = _fit_base(nodes, stats, base)
+                coefs.append(ab)
+            self.nodes.append(nodes)
+            self.stats.append(stats)
+        if base != "temperature":
+            self.coef = np.array(coefs)
+
+    def fit(self, h, prior, init=None):
+        """The map at bandwidth ``h`` (corrections warm-started from ``init``)."""
+        init = init or [None] * len(self.nodes)
+        alphas = [
+            fit_correction(nodes, stats, h, prior, init=a0)
+            for nodes, stats, a0 in zip(self.nodes, self.stats, init, strict=True)
+        ]
+        corrections = tuple(
+            LogitMap(nodes, a, h) for nodes, a in zip(self.nodes, alphas, strict=True)
+        )
+        return MulticlassLogitFit(self.base, self.coef, corrections), alphas
+
+
+def _multiclass_losses(fit, L, y_idx, eps):
+    Q = np.clip(fit(L), eps, 1.0)
+    return -np.log(Q[np.arange(L.shape[0]), y_idx])
+
+
+def _systematic(n, max_rows):
+    return np.arange(0, n, -(-n // max_rows))
+
+
+def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base="auto"):
+    """Fit the multiclass map; choose base and bandwidth by cross-validated log-loss.
+
+    ``L`` holds log-probabilities (:func:`log_probabilities`). Selection uses
+    an evenly spaced subset of at most ``MAX_SELECTION_ROWS`` rows (the final
+    fit uses all of them), stratified 5-fold cross-validation (repeated for
+    small samples) and :func:`standard_error_choice`; one bandwidth serves
+    every class. The temperature is fitted on the same subset.
+
+    Returns
+    -------
+    fit : MulticlassLogitFit
+    scores : dict or None
+        ``{(base, h): cross-validated log-loss}`` when something was selected.
+    """
+    n = L.shape[0]
+    rows = _systematic(n, MAX_SELECTION_ROWS)
+    hs, bases, candidates = _candidates(bandwidth, base, MULTICLASS_BASES)
+    scores = None
+    if len(candidates) > 1 and n >= 2 * N_FOLDS:
+        Ls, ys, ws = L[rows], y_idx[rows], w[rows]
+        losses = {c: [] for c in candidates}
+        weights = []
+        repeats = _n_repeats(rows.shape[0], L.shape[1] - 1)
+        for r in range(repeats):
+            folds = stratified_folds(ys, seed=r)
+            for f in range(N_FOLDS):
+                tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
+                weights.append(ws[te])
+                for bs in bases:
+                    parts = _ClassStatistics(Ls[tr], ys[tr], ws[tr], bs)
+                    alphas = None
+                    for h in hs:
+                        fit, alphas = parts.fit(h, prior, alphas)
+                        loss = _multiclass_losses(fit, Ls[te], ys[te], eps)
+                        losses[(bs, h)].append(loss)
+        (base, h), scores = standard_error_choice(
+            candidates,
+            {c: np.concatenate(v) for c, v in losses.items()},
+            np.concatenate(weights),
+            effective_size(ws),
+        )
+    else:
+        base, h = candidates[0]
+    return _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0], scores

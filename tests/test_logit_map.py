@@ -1,0 +1,260 @@
+"""The logit recalibration map against brute-force references.
+
+With at most 129 distinct scores every score is a node, so the node-based fit
+is exact and can be compared with the objective written out on the raw data
+and minimised by scipy.
+"""
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq, minimize, minimize_scalar
+from scipy.special import expit, log_softmax, logit, softmax
+
+from skcalib import KernelRecalibrator
+from skcalib.datasets import calibration_function, make_calibration_problem
+
+FLOOR = 1e-12  # added to probabilities before the logarithm
+
+
+def _z(s):
+    return np.log(s + FLOOR) - np.log(1 - s + FLOOR)
+
+
+def _penalty(log_a, b=0.0):
+    """Half-normal (sd 2) on log-slopes above 0, normal (sd 10) on intercepts."""
+    return 0.5 * max(log_a, 0.0) ** 2 / 4.0 + 0.5 * b**2 / 100.0
+
+
+def _binary_nll(eta, y, w):
+    return float(np.sum(w * (np.logaddexp(0.0, eta) - y * eta)))
+
+
+def brute_base(x, y, w, intercept):
+    """MAP ``(a, b)`` of ``expit(a x + b)`` by a generic optimiser."""
+    if not intercept:
+        res = minimize_scalar(
+            lambda t: _binary_nll(np.exp(t) * x, y, w) + _penalty(t),
+            bounds=(-10, 10),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
+        return np.exp(res.x), 0.0
+    res = minimize(
+        lambda th: _binary_nll(np.exp(th[0]) * x + th[1], y, w) + _penalty(*th),
+        x0=[0.0, 0.0],
+        method="Nelder-Mead",
+        options={"xatol": 1e-11, "fatol": 1e-14, "maxiter": 20000},
+    )
+    return np.exp(res.x[0]), res.x[1]
+
+
+def _sample(n, seed, slope=0.6, shift=0.4):
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.02, 0.98, n)
+    y = (rng.random(n) < expit(slope * logit(s) + shift)).astype(float)
+    return s, y, rng.uniform(0.5, 2.0, n)
+
+
+@pytest.mark.parametrize(
+    "base, feature, intercept",
+    [
+        ("temperature", _z, False),
+        ("platt", _z, True),
+        ("sigmoid", lambda s: s, True),
+    ],
+)
+def test_parametric_base_is_the_map_estimate(base, feature, intercept):
+    s, y, w = _sample(100, seed=0)
+    rc = KernelRecalibrator(base=base, bandwidth=np.inf, eps=1e-12)
+    rc.fit(s, y, sample_weight=w)
+    a, b = brute_base(feature(s), y, w, intercept)
+    t = np.linspace(s.min(), s.max(), 37)
+    np.testing.assert_allclose(
+        rc.transform(t)[:, 0], expit(a * feature(t) + b), rtol=1e-6, atol=1e-9
+    )
+    # No extrapolation: beyond the calibration scores the map is constant.
+    out = rc.transform([0.0, s.min() / 2, (1 + s.max()) / 2, 1.0])[:, 0]
+    ends = expit(a * feature(np.array([s.min(), s.max()])) + b)
+    np.testing.assert_allclose(out, ends[[0, 0, 1, 1]], rtol=1e-6)
+    assert rc.base_ == base and rc.bandwidth_ == np.inf
+    assert rc.bandwidth_scores_ is None  # one candidate: nothing selected
+
+
+def test_separable_data_keep_a_finite_slope():
+    # Maximum likelihood would send the slope to infinity; the penalty on
+    # sharper-than-the-model slopes keeps it finite and the output in (0, 1).
+    s = np.linspace(0.05, 0.95, 60)
+    y = (s > 0.5).astype(float)
+    rc = KernelRecalibrator(base="temperature", bandwidth=np.inf, eps=1e-15)
+    q = rc.fit(s, y).transform(s)[:, 0]
+    a, _ = brute_base(_z(s), y, np.ones(60), False)
+    assert 1.0 < a < 1e3
+    inside = (q > 1e-15) & (q < 1 - 1e-9)  # where logit(q) is accurate
+    assert inside.sum() > 20
+    np.testing.assert_allclose(logit(q[inside]) / _z(s[inside]), a, rtol=1e-6)
+    assert np.all((q > 0) & (q < 1))
+
+
+def _ecdf_midpoints(u, w):
+    order = np.argsort(u)
+    F = np.empty_like(u)
+    F[order] = (np.cumsum(w[order]) - 0.5 * w[order]) / w.sum()
+    return F
+
+
+@pytest.mark.parametrize("h, c", [(0.1, 2.0), (0.03, 0.5), (0.3, 0.0)])
+def test_correction_solves_the_local_likelihood_equations(h, c):
+    # Labels from a step calibration function, which no parametric base can
+    # follow, so the offsets are far from zero.
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.05, 0.95, 120)
+    y = (rng.random(120) < np.where(s > 0.5, 0.9, 0.1)).astype(float)
+    w = rng.uniform(0.5, 2.0, 120)
+    rc = KernelRecalibrator(base="platt", bandwidth=h, pseudo_count=c, eps=1e-15)
+    q = rc.fit(s, y, sample_weight=w).transform(s)[:, 0]
+
+    a, b = brute_base(_z(s), y, w, True)
+    u = a * _z(s) + b
+    F = _ecdf_midpoints(u, w)
+    expected = np.empty(120)
+    for k in range(120):
+        kern = w * np.exp(-0.5 * ((F[k] - F) / h) ** 2)
+
+        def score(alpha, k=k, kern=kern):
+            own = expit(u[k] + alpha)
+            return kern @ (y - expit(u + alpha)) + c * (expit(u[k]) - own)
+
+        expected[k] = expit(u[k] + brentq(score, -40, 40, xtol=1e-13))
+    np.testing.assert_allclose(q, expected, atol=2e-7)
+    assert np.max(np.abs(logit(q) - u)) > 0.1  # the correction did something
+
+
+def test_multiclass_temperature_is_the_map_estimate():
+    rng = np.random.default_rng(2)
+    K, n = 4, 300
+    P = rng.dirichlet(np.full(K, 0.5), n)
+    L = np.log(P + FLOOR)
+    y = np.array([rng.choice(K, p=p) for p in softmax(0.5 * L, axis=1)])
+    rc = KernelRecalibrator(base="temperature", bandwidth=np.inf, eps=1e-15)
+    Q = rc.fit(P, y).transform(P[:40])
+
+    def objective(t):
+        nll = -np.sum(log_softmax(np.exp(t) * L, axis=1)[np.arange(n), y])
+        return nll + _penalty(t)
+
+    beta = np.exp(
+        minimize_scalar(
+            objective, bounds=(-10, 10), method="bounded", options={"xatol": 1e-12}
+        ).x
+    )
+    assert 0.3 < beta < 0.8
+    np.testing.assert_allclose(Q, softmax(beta * L[:40], axis=1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("base", ["platt", "sigmoid"])
+def test_multiclass_one_vs_rest_bases_are_binary_fits_renormalised(base):
+    rng = np.random.default_rng(3)
+    K, n = 3, 90
+    P = rng.dirichlet(np.ones(K), n)
+    y = np.array([rng.choice(K, p=p) for p in softmax(2 * P, axis=1)])
+    rc = KernelRecalibrator(base=base, bandwidth=np.inf, eps=1e-15).fit(P, y)
+    # One-vs-rest log-odds of each class, and a binary fit per class.
+    Z = np.log(P + FLOOR) - np.log(1 - P + K * FLOOR - FLOOR)
+    cols = []
+    for k in range(K):
+        x = Z[:, k] if base == "platt" else P[:, k]
+        a, b = brute_base(x, (y == k) * 1.0, np.ones(n), True)
+        cols.append(expit(a * x + b))
+    Q = np.column_stack(cols)
+    np.testing.assert_allclose(
+        rc.transform(P), Q / Q.sum(axis=1, keepdims=True), rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_selection_keeps_the_parametric_map_when_it_is_the_truth(seed):
+    # P(y | s) = expit(0.6 logit(s) + 0.4): Platt's family, with an intercept
+    # too large for temperature scaling at this sample size.
+    s, y, _ = _sample(5000, seed=10 + seed, slope=0.6, shift=0.4)
+    rc = KernelRecalibrator().fit(s, y)
+    assert (rc.base_, rc.bandwidth_) == ("platt", np.inf)
+    assert min(rc.bandwidth_scores_.values()) <= rc.bandwidth_scores_[("platt", np.inf)]
+    keys = set(rc.bandwidth_scores_)
+    assert ("temperature", 2.0**-7) in keys and ("sigmoid", np.inf) in keys
+
+
+def test_selection_adds_a_correction_where_no_base_fits():
+    cal = make_calibration_problem(6000, problem="step", random_state=4)
+    test = make_calibration_problem(20000, problem="step", random_state=5)
+    rc = KernelRecalibrator().fit(cal.y_proba, cal.y_true)
+    assert np.isfinite(rc.bandwidth_)
+    param = KernelRecalibrator(bandwidth=np.inf).fit(cal.y_proba, cal.y_true)
+
+    def ll(q):
+        y = test.y_true
+        return -np.mean(y * np.log(q) + (1 - y) * np.log(1 - q))
+
+    q = rc.transform(test.y_proba)[:, 0]
+    q_param = param.transform(test.y_proba)[:, 0]
+    oracle = calibration_function(test.y_proba, problem="step")
+    assert ll(q) < ll(q_param) - 0.01
+    # The kernel blurs the jump over a band around it (see test_recalibration).
+    assert ll(q) < ll(oracle) * 1.03
+
+
+def test_extreme_and_degenerate_scores():
+    # Scores of exactly 0 and 1 (a random forest's unanimous trees) and a
+    # constant score give finite, clipped outputs.
+    rng = np.random.default_rng(5)
+    s = rng.choice([0.0, 0.1, 0.5, 0.9, 1.0], 400)
+    y = (rng.random(400) < np.clip(s, 0.05, 0.95)).astype(int)
+    rc = KernelRecalibrator(eps=1e-6).fit(s, y)
+    q = rc.transform([0.0, 1e-300, 0.05, 0.5, 1.0])[:, 0]
+    assert np.all(np.isfinite(q)) and np.all((q >= 1e-6) & (q <= 1 - 1e-6))
+    assert q[0] < q[2] < q[3] < q[4]
+    const = KernelRecalibrator().fit(np.full(50, 0.3), np.r_[np.ones(10), np.zeros(40)])
+    assert const.transform([0.3])[0, 0] == pytest.approx(0.2, abs=0.02)
+
+
+def test_fit_is_deterministic_and_does_not_modify_input():
+    s, y, w = _sample(700, seed=6)
+    s0, w0 = s.copy(), w.copy()
+    a = KernelRecalibrator().fit(s, y, sample_weight=w)
+    b = KernelRecalibrator().fit(s, y, sample_weight=w)
+    np.testing.assert_array_equal(a.transform(s), b.transform(s))
+    assert a.bandwidth_scores_ == b.bandwidth_scores_
+    np.testing.assert_array_equal(s, s0)
+    np.testing.assert_array_equal(w, w0)
+
+
+@pytest.mark.parametrize("base", ["temperature", "platt", "sigmoid"])
+def test_multiclass_integer_weights_equal_repeated_rows(base):
+    rng = np.random.default_rng(7)
+    P = rng.dirichlet(np.full(3, 0.4), 200)
+    y = np.array([rng.choice(3, p=p) for p in softmax(0.7 * np.log(P), axis=1)])
+    w = rng.integers(0, 4, 200).astype(float)
+    rep = np.repeat(np.arange(200), w.astype(int))
+    params = {"base": base, "bandwidth": 0.2}
+    a = KernelRecalibrator(**params).fit(P, y, sample_weight=w)
+    b = KernelRecalibrator(**params).fit(P[rep], y[rep])
+    np.testing.assert_allclose(a.transform(P), b.transform(P), rtol=1e-9)
+
+
+def test_standard_error_choice_on_paired_differences():
+    from skcalib._backend.logit_map import SE_MULTIPLIER, standard_error_choice
+
+    rng = np.random.default_rng(8)
+    n = 400
+    base = rng.exponential(0.5, n)
+    noise = rng.normal(0.0, 0.05, n)
+    w = np.ones(n)
+    # "simple" is worse than "rich" by a gap; its paired standard error is
+    # 0.05 / sqrt(n) = 0.0025, whatever the spread of the losses themselves.
+    for gap, expected in [(0.5 * SE_MULTIPLIER * 0.0025, "simple"), (0.02, "rich")]:
+        losses = {"simple": base + gap + noise, "rich": base}
+        d = losses["simple"] - losses["rich"]
+        se = np.sqrt(np.mean((d - d.mean()) ** 2) / n)
+        assert (d.mean() <= SE_MULTIPLIER * se) == (expected == "simple")
+        chosen, means = standard_error_choice(["simple", "rich"], losses, w, n)
+        assert chosen == expected
+        assert means["rich"] == pytest.approx(base.mean())
