@@ -258,3 +258,16 @@ def test_standard_error_choice_on_paired_differences():
         chosen, means = standard_error_choice(["simple", "rich"], losses, w, n)
         assert chosen == expected
         assert means["rich"] == pytest.approx(base.mean())
+
+
+def test_one_vs_rest_log_odds_match_direct_sums():
+    from scipy.special import logsumexp
+
+    from skcalib._backend.logit_map import class_log_odds
+
+    rng = np.random.default_rng(9)
+    L = np.log(rng.dirichlet(np.full(6, 0.3), 500) + FLOOR)
+    ref = np.column_stack(
+        [L[:, k] - logsumexp(np.delete(L, k, axis=1), axis=1) for k in range(6)]
+    )
+    np.testing.assert_allclose(class_log_odds(L), ref, rtol=1e-12, atol=1e-12)

@@ -74,11 +74,15 @@ def binary_log_odds(P):
 def class_log_odds(L):
     """One-vs-rest log-odds ``L_k - log sum_{j != k} exp(L_j)`` of each column."""
     n, K = L.shape
-    out = np.empty_like(L)
-    for k in range(K):
-        rest = np.delete(L, k, axis=1)
-        out[:, k] = L[:, k] - logsumexp(rest, axis=1)
-    return out
+    # log sum_{j != k} exp(L_j) from running log-sums of the columns before
+    # and after k: O(n K), and no cancellation when one class dominates.
+    before = np.full((n, K), -np.inf)
+    after = np.full((n, K), -np.inf)
+    for k in range(1, K):
+        np.logaddexp(before[:, k - 1], L[:, k - 1], out=before[:, k])
+        j = K - 1 - k
+        np.logaddexp(after[:, j + 1], L[:, j + 1], out=after[:, j])
+    return L - np.logaddexp(before, after)
 
 
 # ---------------------------------------------------------------------------
