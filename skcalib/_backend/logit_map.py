@@ -360,6 +360,16 @@ def standard_error_choice(candidates, losses, weights, n_eff):
     return best, means  # pragma: no cover (the best is within 0 of itself)
 
 
+def _choose(candidates, losses, weights, w):
+    """:func:`standard_error_choice` on per-fold lists of losses and weights."""
+    return standard_error_choice(
+        candidates,
+        {c: np.concatenate(v) for c, v in losses.items()},
+        np.concatenate(weights),
+        effective_size(w),
+    )
+
+
 def effective_size(w):
     """Kish's effective sample size ``(sum w)^2 / sum w^2``."""
     return float(w.sum() ** 2 / max(float(w @ w), 1e-300))
@@ -495,12 +505,7 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
                         alpha = fit_correction(u, train, h, prior, init=alpha)
                         held_out = _node_log_loss(u + alpha, fold_stats[f], eps)
                         losses[(bs, h)].append(held_out[0])
-        (base, h), scores = standard_error_choice(
-            candidates,
-            {c: np.concatenate(v) for c, v in losses.items()},
-            np.concatenate(weights),
-            effective_size(w),
-        )
+        (base, h), scores = _choose(candidates, losses, weights, w)
     else:
         base, h = candidates[0]
     stats = bin_to_nodes(z, y, w, nodes)
@@ -628,12 +633,7 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
                         fit, alphas = parts.fit(h, prior, alphas)
                         loss = _multiclass_losses(fit, Ls[te], ys[te], eps)
                         losses[(bs, h)].append(loss)
-        (base, h), scores = standard_error_choice(
-            candidates,
-            {c: np.concatenate(v) for c, v in losses.items()},
-            np.concatenate(weights),
-            effective_size(ws),
-        )
+        (base, h), scores = _choose(candidates, losses, weights, ws)
     else:
         base, h = candidates[0]
     return _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0], scores
