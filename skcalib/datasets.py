@@ -17,7 +17,8 @@ import numpy as np
 from scipy.special import expit, logit
 from sklearn.utils import Bunch
 
-from ._backend.kernels import _sech, sech_normalizer, sech_sample
+from ._backend.kernels import _sech, sech_normalizer
+from ._backend.sech_sampler import sech_sample
 from ._validation import check_int, check_random_generator, check_real
 
 __all__ = [

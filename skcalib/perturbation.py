@@ -10,6 +10,7 @@ needs, and a small ``h`` costs little discrimination (AUROC).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,9 +20,9 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, get_tags, indexable
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._backend.perturbation import perturb_proba
+from ._backend.perturbation import perturb_proba, perturbation_noise_async
 from ._meta import (
     align_proba_columns,
     copy_fitted_attributes,
@@ -38,6 +39,30 @@ __all__ = [
 ]
 
 DEFAULT_SCALE = 2.0**-6
+
+
+def _refcount(array):
+    return sys.getrefcount(array)
+
+
+def _probe_refcount():
+    probe = np.empty(1)
+    return _refcount(probe)
+
+
+# References to an array held by one local variable only, counted the way
+# ``predict_proba`` counts them (the count depends on the interpreter).
+_SOLE_OWNER_REFCOUNT = _probe_refcount()
+
+
+def _owns_its_data(array):
+    return (
+        type(array) is np.ndarray
+        and array.base is None
+        and array.flags.owndata
+        and array.flags.writeable
+        and array.dtype == np.float64
+    )
 
 
 def _check_scale(scale, name="scale"):
@@ -112,11 +137,16 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     noise added to a row depends on its position in ``X``, so predictions are
     not invariant to reordering or sub-setting the rows.
 
-    Large inputs are perturbed by up to four threads working on fixed blocks
-    of rows, each reading its own fixed part of the random stream: the output
-    does not depend on the number of threads. In the binary case the returned
-    array is column-major (each column contiguous), which makes the
-    perturbation cheaper; its values do not depend on the layout.
+    The noise does not depend on ``X``: on large inputs it is drawn in a
+    background thread while the base estimator predicts, by fixed blocks of
+    rows each reading its own fixed part of the random stream, and then added
+    by up to four threads. The output depends neither on the number of
+    threads nor on whether numba (the ``fast`` extra, which compiles the inner
+    loops) is installed. In the binary case the perturbed probabilities are
+    written into the array returned by the base estimator when nothing else
+    refers to it (a fresh array would cost about as much as the sampling);
+    otherwise a new, column-major array is returned. The values do not depend
+    on the layout.
 
     References
     ----------
@@ -208,7 +238,21 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self)
         scale = _check_scale(self.scale)
         rng = check_random_generator(self.random_state)
-        return perturb_proba(self.estimator_.predict_proba(X), scale, rng)
+        # The noise does not depend on X: it is drawn while the base estimator
+        # predicts (the draws are the same as after it).
+        noise = perturbation_noise_async(
+            _num_samples(X), len(self.classes_), scale, rng
+        )
+        proba = self.estimator_.predict_proba(X)
+        noise = noise.result()
+        if np.shape(proba) != (noise.shape[0], len(self.classes_)):
+            # Not the shape the noise was drawn for (small inputs, or a base
+            # estimator with unusual output): draw afresh from the generator.
+            noise = None
+        # The base estimator's array is reused when nothing else refers to it
+        # (a new one would cost page faults about as long as the sampling).
+        overwrite = _refcount(proba) <= _SOLE_OWNER_REFCOUNT and _owns_its_data(proba)
+        return perturb_proba(proba, scale, rng, overwrite_input=overwrite, noise=noise)
 
     def predict(self, X):
         """Class of largest perturbed probability.

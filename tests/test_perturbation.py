@@ -1,6 +1,7 @@
 """Tests for PerturbedClassifier, select_perturbation_scale and the bound scorer."""
 
 import pickle
+import weakref
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skcalib import PerturbedClassifier, select_perturbation_scale
+from skcalib._backend.perturbation import perturb_proba
 from skcalib.metrics import get_scorer, get_scorer_names
 
 # ---------------------------------------------------------------------------
@@ -307,6 +309,68 @@ def test_inputs_not_modified(binary_data):
     clf.predict_proba(X)
     assert_array_equal(X, X0)
     assert_array_equal(y, y0)
+
+
+class CachingScoreColumn(ScoreColumn):
+    """Keeps (and returns) its last output, as a model with a cache might."""
+
+    def predict_proba(self, X):
+        self.last_ = super().predict_proba(X)
+        return self.last_
+
+
+class WatchedScoreColumn(ScoreColumn):
+    """Remembers its last output through a weak reference (not a reference)."""
+
+    def predict_proba(self, X):
+        proba = super().predict_proba(X)
+        self.last_ = weakref.ref(proba)
+        return proba
+
+
+@pytest.mark.parametrize("n", [500, 3 * 2**16 + 5])
+def test_base_output_reused_only_when_unshared(n):
+    # The perturbed probabilities go into the base estimator's own array when
+    # nothing else refers to it, and never into an array the estimator keeps.
+    s0 = np.random.default_rng(0).uniform(size=n)
+    X = s0[:, None]
+    caching = _frozen(CachingScoreColumn(), X)
+    clf = PerturbedClassifier(caching, random_state=0).fit(X, np.arange(n) % 2)
+    proba = clf.predict_proba(X)
+    kept = caching.estimator.last_
+    assert proba is not kept
+    assert_array_equal(kept[:, 1], s0)
+    assert_array_equal(kept[:, 0], 1.0 - s0)
+
+    watched = _frozen(WatchedScoreColumn(), X)
+    clf = PerturbedClassifier(watched, random_state=0).fit(X, np.arange(n) % 2)
+    proba = clf.predict_proba(X)
+    assert proba is watched.estimator.last_()
+    # Same draws as perturbing a copy with a generator of the same seed.
+    base = ScoreColumn().fit(X, [0, 1]).predict_proba(X)
+    expected = perturb_proba(base, clf.scale, np.random.default_rng(0))
+    assert_array_equal(proba, expected)
+    assert_array_equal(proba[:, 0], 1.0 - proba[:, 1])
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_noise_drawn_during_prediction_gives_sequential_draws(n_classes):
+    # Large inputs: the noise is drawn in a background thread while the base
+    # estimator predicts; the result is that of drawing it afterwards, from
+    # the same generator, whose state also ends up the same.
+    n = 3 * 2**16 + 7
+    rng = np.random.default_rng(5)
+    P = rng.dirichlet(np.full(n_classes, 0.7), size=n)
+    P[:50] = np.eye(n_classes)[rng.integers(0, n_classes, 50)]  # on the edges
+    P0 = P.copy()
+    clf = PerturbedClassifier(_frozen(ProbaColumns(), P), scale=2**-5)
+    gen = np.random.default_rng(11)
+    proba = clf.set_params(random_state=gen).fit(P, np.arange(n) % 2).predict_proba(P)
+    ref = np.random.default_rng(11)
+    expected = perturb_proba(P, 2**-5, ref)
+    assert_array_equal(proba, expected)
+    assert gen.random() == ref.random()
+    assert_array_equal(P, P0)  # held by the caller: not overwritten
 
 
 # ---------------------------------------------------------------------------

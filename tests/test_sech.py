@@ -6,14 +6,10 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from skcalib._backend import kernels
-from skcalib._backend.kernels import (
-    sech_cdf,
-    sech_normalizer,
-    sech_pdf,
-    sech_ppf,
-    sech_sample,
-)
+from skcalib._backend import sech_sampler
+from skcalib._backend.kernels import sech_cdf, sech_normalizer, sech_pdf, sech_ppf
+from skcalib._backend.sech_compiled import HAVE_NUMBA
+from skcalib._backend.sech_sampler import sech_noise, sech_sample
 
 CENTRES = [0.0, 1e-3, 0.3, 0.5, 1.0]
 SCALES = [0.25, 2.0**-6, 2.0**-12]
@@ -161,10 +157,11 @@ def test_sampler_tails_small_scale(s0):
 
 
 class _FixedWords:
-    """A stand-in bit generator returning chosen 64-bit words."""
+    """A stand-in generator whose bit generator returns chosen 64-bit words."""
 
     def __init__(self, words):
         self.words = np.asarray(words, dtype=np.uint64)
+        self.bit_generator = self
 
     def random_raw(self, size):
         assert size == self.words.size
@@ -189,9 +186,7 @@ def test_proposal_bits_and_single_precision(h):
         words = halves[0::2] | (halves[1::2] << np.uint64(32))
     else:
         words = halves[1::2] | (halves[0::2] << np.uint64(32))
-    x = kernels._sech_proposal(
-        np.zeros(mags.size), h, _FixedWords(words), np.empty(mags.size)
-    )
+    x = sech_noise(mags.size, h, _FixedWords(words))
     with np.errstate(divide="ignore"):
         expected = h * np.log(np.tan(np.pi * mags.astype(np.float64) / 2.0**33))
     expected = np.where(signs == 1, -expected, expected)
@@ -203,10 +198,10 @@ def test_proposal_bits_and_single_precision(h):
 def test_threaded_blocks_equal_sequential_draws(monkeypatch):
     # Blocks read fixed positions of the stream: one thread or several give
     # the same draws and leave the generator in the same state.
-    s0 = np.random.default_rng(2).uniform(size=5 * kernels._SECH_BLOCK + 12_345)
+    s0 = np.random.default_rng(2).uniform(size=5 * sech_sampler._SECH_BLOCK + 12_345)
     runs = []
     for n_threads in (1, 2, 3):
-        monkeypatch.setattr(kernels, "_sech_threads", lambda k=n_threads: k)
+        monkeypatch.setattr(sech_sampler, "_sech_threads", lambda k=n_threads: k)
         rng = np.random.default_rng(9)
         runs.append((sech_sample(s0, 2.0**-6, rng), rng.random()))
     for draws, after in runs[1:]:
@@ -218,7 +213,7 @@ def test_large_sample_follows_kernel_edges_and_interior():
     # Large enough for several blocks (and threads), centres on both edges.
     rng = np.random.default_rng(4)
     h = 2.0**-9
-    size = 4 * kernels._SECH_BLOCK
+    size = 4 * sech_sampler._SECH_BLOCK
     s0 = np.concatenate(
         [rng.uniform(size=size), np.zeros(size // 8), np.ones(size // 8)]
     )
@@ -229,7 +224,7 @@ def test_large_sample_follows_kernel_edges_and_interior():
 
 
 def test_sampler_out_argument_and_other_bit_generators():
-    s0 = np.linspace(0.0, 1.0, 4 * kernels._SECH_BLOCK + 7)
+    s0 = np.linspace(0.0, 1.0, 4 * sech_sampler._SECH_BLOCK + 7)
     h = 2.0**-6
     out = np.empty((2, s0.size))
     res = sech_sample(s0, h, np.random.default_rng(1), out=out[1], complement=out[0])
@@ -271,7 +266,7 @@ def test_tiny_scale_keeps_the_law():
 def test_threaded_sampler_after_fork():
     # The worker threads of the parent do not exist in a forked child: the
     # child must make its own and give the same draws.
-    s0 = np.random.default_rng(0).uniform(size=5 * kernels._SECH_BLOCK)
+    s0 = np.random.default_rng(0).uniform(size=5 * sech_sampler._SECH_BLOCK)
     expected = sech_sample(s0, 2.0**-6, np.random.default_rng(1))
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(1) as pool:
@@ -281,3 +276,87 @@ def test_threaded_sampler_after_fork():
 
 def _draw_in_child(s0):
     return sech_sample(s0, 2.0**-6, np.random.default_rng(1))
+
+
+def _layouts(s0, h, seed):
+    """Draws around ``s0`` through every output layout the sampler handles."""
+    n = s0.size
+    fresh = sech_sample(s0, h, np.random.default_rng(seed))
+    cols = np.empty((2, n))
+    sech_sample(s0, h, np.random.default_rng(seed), out=cols[1], complement=cols[0])
+    pairs = np.column_stack([1.0 - s0, s0])
+    p = pairs[:, 1]
+    sech_sample(p, h, np.random.default_rng(seed), out=p, complement=pairs[:, 0])
+    strided = np.repeat(s0, 3)[::3]  # a strided view as centres
+    other = sech_sample(strided, h, np.random.default_rng(seed))
+    return fresh, cols, pairs, other
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="needs numba")
+@pytest.mark.parametrize("h", [2.0**-6, 2.0**-12, 1e-200])
+def test_compiled_loops_give_the_numpy_draws(monkeypatch, h):
+    # The compiled loops do the numpy passes' floating-point operations in the
+    # same order: the same draws, bit for bit, in every layout, including
+    # rejected rows (edges), centres outside [0, 1] and NaN.
+    rng = np.random.default_rng(3)
+    n = 3 * sech_sampler._SECH_BLOCK + 1001
+    s0 = rng.uniform(size=n)
+    s0[:300] = 0.0
+    s0[300:600] = 1.0
+    s0[600:610] = [-0.5, 1.5, np.nan, 1e-9, 1 - 1e-9, -0.0, 0.5, 2.0, -1.0, np.nan]
+    compiled = _layouts(s0, h, 7)
+    monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", np.inf)
+    passes = _layouts(s0, h, 7)
+    for a, b in zip(compiled, passes, strict=True):
+        np.testing.assert_array_equal(a, b)
+    fresh, cols, pairs, other = compiled
+    np.testing.assert_array_equal(cols[1], fresh)
+    np.testing.assert_array_equal(pairs[:, 1], fresh)
+    np.testing.assert_array_equal(other, fresh)
+    np.testing.assert_array_equal(cols[0], 1.0 - fresh)
+    np.testing.assert_array_equal(pairs[:, 0], 1.0 - fresh)
+    assert np.isnan(fresh[[602, 609]]).all()
+    ok = np.delete(fresh, [602, 609])
+    assert np.all((ok >= 0.0) & (ok <= 1.0))
+
+
+def test_noise_drawn_beforehand_gives_the_same_draws():
+    s0 = np.random.default_rng(0).uniform(size=2 * sech_sampler._SECH_BLOCK + 3)
+    s0[:100] = 0.0  # rejections, redrawn from the generator afterwards
+    h = 2.0**-7
+    plain_rng = np.random.default_rng(4)
+    plain = sech_sample(s0, h, plain_rng)
+    rng = np.random.default_rng(4)
+    noise = sech_sampler.sech_noise_async(s0.size, h, rng).result()
+    np.testing.assert_array_equal(sech_sample(s0, h, rng, noise=noise), plain)
+    assert rng.random() == plain_rng.random()
+    # Threads: the noise is the same whatever their number.
+    again = sech_noise(s0.size, h, np.random.default_rng(4))
+    np.testing.assert_array_equal(again, noise)
+    with pytest.raises(ValueError, match="noise"):
+        sech_sample(s0, h, rng, noise=noise[:-1])
+    # The generator is advanced at once, not by the background thread: it is
+    # free for other draws, which follow the noise in its stream.
+    rng = np.random.default_rng(4)
+    future = sech_sampler.sech_noise_async(s0.size, h, rng)
+    after = rng.random(1000)
+    ref = np.random.default_rng(4)
+    np.testing.assert_array_equal(future.result(), sech_noise(s0.size, h, ref))
+    np.testing.assert_array_equal(after, ref.random(1000))
+
+
+def test_sampler_rejects_overlapping_outputs():
+    s0 = np.random.default_rng(0).uniform(size=1000)
+    P = np.column_stack([1.0 - s0, s0])
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="s0 itself or not overlap"):
+        sech_sample(P[:, 1], 0.1, rng, out=P.reshape(-1)[1:1001])
+    # Interleaved columns share no element: allowed.
+    sech_sample(P[:, 1], 0.1, rng, out=P[:, 0])
+    work = s0.copy()
+    with pytest.raises(ValueError, match="s0 itself or not overlap"):
+        sech_sample(work[1:], 0.1, rng, out=work[:-1])
+    with pytest.raises(ValueError, match="complement must not overlap"):
+        sech_sample(P[:, 1], 0.1, rng, out=P[:, 1], complement=P[:, 1])
+    with pytest.raises(ValueError, match="complement must not overlap"):
+        sech_sample(s0, 0.1, rng, out=np.empty(1000), complement=s0)

@@ -4,15 +4,36 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import sech_sample
+from .sech_sampler import sech_noise_async, sech_sample
 
-__all__ = ["perturb_proba"]
+__all__ = ["perturb_proba", "perturbation_noise_async"]
 
 # Relative gap kept between the perturbed top-label confidence and the runner-up.
 _TIE_MARGIN = 1e-12
 
 
-def perturb_proba(proba, scale, rng):
+def _kernel_scale(scale, n_classes):
+    # An affine map of [1/K, 1] onto [0, 1] carries the sech kernel of scale h
+    # to the sech kernel of scale h / (1 - 1/K): the smoothness lemma, which only
+    # involves the kernel shape, holds on the shorter interval with scale h.
+    return scale if n_classes <= 2 else scale / (1.0 - 1.0 / n_classes)
+
+
+def perturbation_noise_async(n_samples, n_classes, scale, rng):
+    """Start drawing the noise of :func:`perturb_proba` in the background.
+
+    The noise does not depend on the probabilities: drawing it while a model
+    computes them hides most of its cost. Returns a future whose result is the
+    ``noise`` argument of :func:`perturb_proba` (same draws as without it);
+    ``rng`` is advanced at once (see
+    :func:`~skcalib._backend.sech_sampler.sech_noise_async`).
+    """
+    if n_classes < 2:
+        return sech_noise_async(0, scale, rng)
+    return sech_noise_async(n_samples, _kernel_scale(scale, n_classes), rng)
+
+
+def perturb_proba(proba, scale, rng, *, overwrite_input=False, noise=None):
     """Perturb a probability matrix with the truncated sech kernel.
 
     Binary (two columns): the positive-class probability ``p`` is replaced by a
@@ -26,38 +47,47 @@ def perturb_proba(proba, scale, rng):
     Parameters
     ----------
     proba : ndarray of shape (n_samples, n_classes)
-        Base probabilities (rows sum to one). Not modified.
+        Base probabilities (rows sum to one). Not modified unless
+        ``overwrite_input``.
     scale : float
         Kernel scale ``h`` in (0, 1].
     rng : numpy.random.Generator
+    overwrite_input : bool, default=False
+        In the binary case, write the perturbed probabilities into ``proba``
+        when it is a writeable float64 array (no new array: a fresh one costs
+        page faults about as long as the sampling).
+    noise : ndarray, default=None
+        From :func:`perturbation_noise_async` with the same ``rng``.
 
     Returns
     -------
     ndarray of shape (n_samples, n_classes)
-        A new array; column-major in the binary case.
+        A new array (column-major in the binary case), or ``proba`` itself.
     """
     proba = np.asarray(proba, dtype=np.float64)
     n, n_classes = proba.shape
     if n_classes == 1 or n == 0:
         return proba.copy()
+    if n_classes == 2 and overwrite_input and proba.flags.writeable:
+        p = proba[:, 1]
+        sech_sample(p, scale, rng, out=p, complement=proba[:, 0], noise=noise)
+        return proba
     if n_classes == 2:
         # Each column stored contiguously (returned as the transpose of a
         # (2, n) array): the sampler writes both columns block by block while
         # they are in cache (interleaved columns would cost strided passes),
         # and clips the centres to [0, 1] on the way.
         out = np.empty((2, n))
-        sech_sample(proba[:, 1], scale, rng, out=out[1], complement=out[0])
+        sech_sample(proba[:, 1], scale, rng, out=out[1], complement=out[0], noise=noise)
         return out.T
 
     rows = np.arange(n)
     top = np.argmax(proba, axis=1)
     conf = proba[rows, top]
     low = 1.0 / n_classes
-    # An affine map of [1/K, 1] onto [0, 1] carries the sech kernel of scale h
-    # to the sech kernel of scale h / (1 - 1/K): the smoothness lemma, which only
-    # involves the kernel shape, holds on the shorter interval with scale h.
     t0 = np.clip((conf - low) / (1.0 - low), 0.0, 1.0)
-    new_conf = low + (1.0 - low) * sech_sample(t0, scale / (1.0 - low), rng)
+    h = _kernel_scale(scale, n_classes)
+    new_conf = low + (1.0 - low) * sech_sample(t0, h, rng, noise=noise)
 
     rest = proba.copy()
     rest[rows, top] = 0.0

@@ -1,0 +1,88 @@
+"""Compiled inner loops of the sech sampler (numba, the optional ``fast`` extra).
+
+Each loop has a numpy twin in :mod:`skcalib._backend.sech_sampler` doing the same
+floating-point operations in the same order, so both give bit-identical draws:
+numba only saves the memory passes of the numpy version (one fused pass over a
+block instead of several). The loops are compiled on first use and cached on disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+
+import numpy as np
+
+# numba costs ~70 MB and a second to import: it is only looked for here, and
+# imported when a large sample is first drawn.
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+
+
+def _angles(bits, angle, x):
+    # m = low 31 bits of each int32, rounded to float32 then scaled, as numpy's
+    # ``multiply(m, angle, dtype=float32)`` does.
+    for i in range(bits.shape[0]):
+        x[i] = np.float32(bits[i] & 0x7FFFFFFF) * angle
+
+
+def _sign_and_scale(x, bits, hf):
+    # The sign from the top bit as arithmetic: a branch would stop the loop
+    # being vectorised. Exact, like numpy's sign-bit flip.
+    for i in range(x.shape[0]):
+        x[i] = x[i] * np.float32(1 - 2 * ((bits[i] >> 31) & 1)) * hf
+
+
+def _finish(noise, centre, out, complement, saved, bad):
+    # ``out = clip(centre) + noise``, the clip keeping NaN like numpy's.
+    # Returns the number of draws outside [0, 1] (NaN included) and flags them
+    # in ``bad`` (unconditional stores keep the loop vectorised); ``saved``
+    # keeps every centre, for the redraw of those.
+    n_bad = 0
+    for i in range(noise.shape[0]):
+        c = centre[i]
+        saved[i] = c
+        cc = 0.0 if c < 0.0 else c
+        cc = 1.0 if c > 1.0 else cc
+        s = cc + np.float64(noise[i])
+        out[i] = s
+        if complement is not None:
+            complement[i] = 1.0 - s
+        outside = not ((s >= 0.0) & (s <= 1.0))
+        bad[i] = outside
+        n_bad += outside
+    return n_bad
+
+
+def _finish_pairs(noise, pairs, saved, bad):
+    # ``_finish`` in place on the rows ``(1 - p, p)`` of a C-ordered array: the
+    # compiler sees the interleaved layout (two strided views would not be
+    # vectorised).
+    n_bad = 0
+    for i in range(noise.shape[0]):
+        c = pairs[i, 1]
+        saved[i] = c
+        cc = 0.0 if c < 0.0 else c
+        cc = 1.0 if c > 1.0 else cc
+        s = cc + np.float64(noise[i])
+        pairs[i, 1] = s
+        pairs[i, 0] = 1.0 - s
+        outside = not ((s >= 0.0) & (s <= 1.0))
+        bad[i] = outside
+        n_bad += outside
+    return n_bad
+
+
+@functools.cache
+def compiled_loops():
+    """``(angles, sign_and_scale, finish, finish_pairs)`` compiled with numba.
+
+    None without numba.
+    """
+    if not HAVE_NUMBA:
+        return None
+    import numba
+
+    def jit(func):
+        return numba.njit(cache=True, nogil=True, boundscheck=False)(func)
+
+    return tuple(jit(f) for f in (_angles, _sign_and_scale, _finish, _finish_pairs))

@@ -1,0 +1,452 @@
+"""Exact sampler of the truncated hyperbolic-secant kernel, fast on large inputs.
+
+A draw is ``clip(s0) + h X``, X of the untruncated sech law, redrawn while
+outside [0, 1]. The noise ``h X`` does not depend on the centres, so it is
+drawn by :func:`sech_noise` (possibly while the centres are still being
+computed, see :func:`sech_noise_async`) and added by :func:`sech_sample`.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .kernels import sech_ppf
+from .sech_compiled import compiled_loops
+
+__all__ = ["sech_noise", "sech_noise_async", "sech_sample"]
+
+# One proposal from 32 bits (two per 64-bit word of the bit generator): the
+# sign bit of an int32 picks the side and the other 31 bits give m, with
+# π v / 2 = m π / 2**33 in [0, π/4).
+_SIGN_BIT = np.int32(-(2**31))
+_LOW_BITS = np.int32(2**31 - 1)
+_ANGLE_PER_UNIT = np.float32(np.pi / 2**33)
+# Below this scale h * ln tan(...) could underflow in single precision.
+_MIN_F32_SCALE = 2.0**-80
+# Blocks small enough for the cache: the passes over a block cost little.
+# Even, so that every block but the last starts on a whole 64-bit word.
+_SECH_BLOCK = 1 << 17
+_SECH_MIN_BLOCKS_PER_THREAD = 2
+_SECH_MAX_THREADS = 4
+_SECH_REJECTION_ROUNDS = 4
+# Smaller inputs are not worth importing numba for, or a background thread.
+_COMPILED_MIN_SIZE = 1 << 16
+# Below this size (or above this scale) the inverse cdf is used directly.
+_PROPOSAL_MIN_SIZE = 64
+_PROPOSAL_MAX_SCALE = 0.25
+
+
+def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None):
+    """Draw one value from the truncated sech kernel centred at each ``s0``.
+
+    Exact rejection sampling from the untruncated hyperbolic-secant law, keeping
+    draws inside [0, 1]. A proposal is ``s0 ± h ln tan(π v / 2)`` with
+    ``v`` uniform on (0, 1/2) and a random sign: the symmetric form keeps full
+    relative precision in both tails. The acceptance probability
+    ``Z(s0, h) / (π h)`` is at least ~1/2 (a centre on the boundary with small
+    ``h``) and ~1 for interior centres. Rows still rejected after a few rounds,
+    small inputs and large ``h`` (acceptance then falls like ``1 / h``) use the
+    closed-form inverse cdf (:func:`~skcalib._backend.kernels.sech_ppf`)
+    instead.
+
+    Each proposal uses 32 random bits, one for the sign and 31 for
+    ``v = m / 2**32``, ``m = 1 .. 2**31 - 1`` (``m = 0`` is redrawn), and
+    ``h ln tan(π v / 2)`` is computed in single precision before being added
+    to the double-precision centre. Resolution: ``|s - s0| <= 21.7 h``, i.e.
+    the untruncated law is cut where its tail has probability ``2**-31`` per
+    draw, and the noise carries a rounding error below about ``1e-6 h``
+    (a few ``1e-7`` relative beyond ``h``), which moves the law by a total
+    variation distance of order ``1e-6``: far below anything a kernel
+    estimate, a certificate or a statistical test can resolve.
+
+    The first proposals are drawn by :func:`sech_noise` (see there for blocks
+    and threads); rejected rows are redrawn afterwards from ``rng``. With numba
+    installed (the ``fast`` extra), large inputs go through compiled loops that
+    do the same floating-point operations as the numpy passes, so the draws do
+    not depend on whether numba is present.
+
+    Parameters
+    ----------
+    s0 : float or ndarray
+        Centres, clipped to [0, 1] (NaN gives NaN).
+    h : float
+        Scale, > 0.
+    rng : numpy.random.Generator
+    out : ndarray of shape (n,), dtype float64, default=None
+        Where to write the draws, for a 1-D ``s0`` of length ``n``; it may be
+        a strided view, and either ``s0`` itself (the centres are replaced by
+        the draws) or an array that does not overlap it.
+    complement : ndarray of shape (n,), dtype float64, default=None
+        If given (with ``out``), also receives ``1 - s``, computed block by
+        block while the draws are in cache. Must not overlap ``s0`` or ``out``.
+    noise : ndarray, default=None
+        ``sech_noise(s0.size, h, rng)``, drawn beforehand from the same
+        ``rng``; the draws are then exactly those without it.
+
+    Returns
+    -------
+    s : ndarray of the shape of ``s0`` (a float if ``s0`` is a scalar), or
+        ``out`` when given.
+    """
+    s0 = np.asarray(s0, dtype=np.float64)
+    if out is None:
+        out = np.empty(s0.shape)
+    elif s0.ndim != 1 or out.shape != s0.shape:
+        raise ValueError("out must have the shape of a 1-D s0.")
+    elif _overlaps(out, s0) and not _same_view(out, s0):
+        raise ValueError("out must be s0 itself or not overlap it.")
+    if complement is not None:
+        if complement.shape != out.shape:
+            raise ValueError("complement must have the shape of out.")
+        if _overlaps(complement, out) or _overlaps(complement, s0):
+            raise ValueError("complement must not overlap s0 or out.")
+    if not _uses_proposals(s0.size, h):
+        out[...] = sech_ppf(rng.random(size=s0.shape), np.clip(s0, 0.0, 1.0), h)
+        if complement is not None:
+            np.subtract(1.0, out, out=complement)
+        return out if out.ndim else float(out)
+    if noise is None:
+        noise = sech_noise(s0.size, h, rng)
+    elif noise.shape != (s0.size,):
+        raise ValueError("noise must have one value per centre.")
+    centre, dst = s0.reshape(-1), out.reshape(-1)
+    rows, centres = _add_noise(centre, noise, dst, complement)
+    if rows.size:
+        _sech_redraw(centres, h, rng, dst, rows)
+        if complement is not None:
+            complement[rows] = 1.0 - dst[rows]
+    return out
+
+
+def sech_noise(n, h, rng):
+    """The noise ``h X`` of ``n`` sech proposals (see :func:`sech_sample`).
+
+    Reads ``n`` 32-bit draws from ``rng`` (none for small ``n`` or large ``h``,
+    where :func:`sech_sample` uses the inverse cdf and an empty array is
+    returned). Large inputs are cut into fixed blocks of ``2**17`` draws,
+    processed by up to ``min(4, number of usable CPUs)`` threads. Block ``i``
+    reads its bits at its own fixed position of the generator's stream (bit
+    generators with ``advance``, such as numpy's default PCG64), so the noise
+    is exactly that of a sequential pass, whatever the number of threads;
+    other bit generators are read sequentially by one thread.
+
+    Parameters
+    ----------
+    n : int
+        Number of proposals.
+    h : float
+        Scale, > 0.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    noise : ndarray of shape (n,) (or (0,))
+        float32, or float64 when ``h < 2**-80`` (no underflow).
+    """
+    return _sech_noise(n, h, rng.bit_generator, _sech_threads())
+
+
+def sech_noise_async(n, h, rng):
+    """Start :func:`sech_noise` in a background thread; returns a future.
+
+    The noise does not depend on the centres, so it can be drawn while they
+    are computed (by a model's ``predict_proba``, say). ``rng`` is advanced
+    at once, past the bits the noise reads, and is not used by the background
+    thread: it is free for other draws, which come after the noise in its
+    stream. Small inputs, and bit generators without ``advance``, are drawn at
+    once.
+    """
+    bitgen = rng.bit_generator
+    if (
+        n < _COMPILED_MIN_SIZE
+        or not _uses_proposals(n, h)
+        or not hasattr(bitgen, "advance")
+    ):
+        return _DoneFuture(sech_noise(n, h, rng))
+    stream = copy.copy(bitgen)
+    bitgen.advance((n + 1) // 2)
+    # One thread: the other cores are busy computing the centres.
+    return _noise_pool().submit(_sech_noise, n, h, stream, 1)
+
+
+class _DoneFuture:
+    def __init__(self, value):
+        self._value = value
+
+    def result(self):
+        return self._value
+
+
+def _uses_proposals(n, h):
+    return n >= _PROPOSAL_MIN_SIZE and h <= _PROPOSAL_MAX_SCALE
+
+
+def _sech_noise(n, h, bitgen, n_threads):
+    if not _uses_proposals(n, h):
+        return np.empty(0, dtype=np.float32)
+    noise = np.empty(n, dtype=np.float32 if h >= _MIN_F32_SCALE else np.float64)
+    loops = _sech_loops(n, h)
+    groups = _block_groups(n, n_threads if hasattr(bitgen, "advance") else 1)
+    if len(groups) == 1:
+        _noise_blocks(noise, h, bitgen, 0, n, loops)
+        return noise
+    tasks = []
+    for start, stop in groups:
+        # Two draws per 64-bit word: a run starting at row ``start`` begins at
+        # word ``start // 2`` of the stream.
+        stream = copy.copy(bitgen)
+        stream.advance(start // 2)
+        tasks.append((noise, h, stream, start, stop, loops))
+    bitgen.advance((n + 1) // 2)
+    _run_groups(_noise_blocks, tasks)
+    return noise
+
+
+def _block_groups(n, n_threads):
+    """Contiguous runs of whole blocks, one per thread: ``[(start, stop), ...]``."""
+    n_blocks = -(-n // _SECH_BLOCK)
+    n_groups = max(1, min(n_threads, n_blocks // _SECH_MIN_BLOCKS_PER_THREAD))
+    bounds = [_SECH_BLOCK * (n_blocks * g // n_groups) for g in range(n_groups)]
+    return list(zip(bounds, bounds[1:] + [n], strict=True))
+
+
+def _run_groups(func, tasks):
+    """``func(*task)`` for each task, the first in this thread; the results."""
+    futures = [_sech_pool().submit(func, *task) for task in tasks[1:]]
+    results = [func(*tasks[0])]
+    return results + [future.result() for future in futures]
+
+
+def _noise_blocks(noise, h, bitgen, start, stop, loops):
+    """Noise of rows ``start:stop``, block by block, reading ``bitgen``."""
+    scratch = _sech_scratch()
+    for first in range(start, stop, _SECH_BLOCK):
+        x = noise[first : min(first + _SECH_BLOCK, stop)]
+        n = x.shape[0]
+        bits = bitgen.random_raw((n + 1) // 2).view(np.int32)[:n]
+        if loops is None or x.dtype != np.float32:
+            _noise_passes(bits, h, x, scratch)
+        else:
+            angles, sign_and_scale = loops[:2]
+            angles(bits, _ANGLE_PER_UNIT, x)
+            _log_tan(x)
+            sign_and_scale(x, bits, np.float32(h))
+
+
+def _noise_passes(bits, h, out, scratch):
+    """``h X`` in ``out`` from the int32 draws ``bits``, by numpy passes.
+
+    The twin of the compiled loops (same operations, same rounding).
+    ``bits`` is overwritten.
+    """
+    n = bits.shape[0]
+    mag = scratch.bits[:n]
+    x = out if out.dtype == np.float32 else scratch.noise[:n]
+    np.bitwise_and(bits, _LOW_BITS, out=mag)
+    np.multiply(mag, _ANGLE_PER_UNIT, out=x, dtype=np.float32)
+    _log_tan(x)
+    # ln tan(π v / 2) <= 0: flipping its sign bit with the draw's sign bit
+    # gives either side with probability 1/2.
+    np.bitwise_and(bits, _SIGN_BIT, out=bits)
+    xi = x.view(np.int32)
+    np.bitwise_xor(xi, bits, out=xi)
+    if out.dtype == np.float32:
+        x *= np.float32(h)
+    else:
+        np.multiply(x, np.float64(h), out=out)
+    return out
+
+
+def _log_tan(x):
+    np.tan(x, out=x)
+    with np.errstate(divide="ignore"):
+        # m = 0 gives -inf, hence a draw outside [0, 1] that is redrawn.
+        np.log(x, out=x)
+
+
+def _add_noise(centre, noise, out, complement):
+    """``out = clip(centre) + noise`` (and ``complement = 1 - out``), by blocks.
+
+    Returns the rows outside [0, 1] and their centres (``out`` may be
+    ``centre`` itself).
+    """
+    n = centre.shape[0]
+    loops = _sech_loops(n, 1.0)
+    pairs = _interleaved_pairs(centre, out, complement) if loops else None
+    tasks = [
+        (centre, noise, out, complement, pairs, loops, start, stop)
+        for start, stop in _block_groups(n, _sech_threads())
+    ]
+    rows, centres = [], []
+    for group_rows, group_centres in _run_groups(_add_noise_blocks, tasks):
+        rows += group_rows
+        centres += group_centres
+    if not rows:
+        return np.empty(0, dtype=np.intp), np.empty(0)
+    return np.concatenate(rows), np.concatenate(centres)
+
+
+def _add_noise_blocks(centre, noise, out, complement, pairs, loops, start, stop):
+    """:func:`_add_noise` on rows ``start:stop``; lists of rows and centres."""
+    scratch = _sech_scratch()
+    rows, centres = [], []
+    for first in range(start, stop, _SECH_BLOCK):
+        block = slice(first, min(first + _SECH_BLOCK, stop))
+        c, d, x = centre[block], out[block], noise[block]
+        e = None if complement is None else complement[block]
+        kept, flags = scratch.saved[: d.shape[0]], scratch.bad[: d.shape[0]]
+        if loops is None:
+            np.copyto(kept, c)
+            np.clip(kept, 0.0, 1.0, out=d)
+            d += x
+            if e is not None:
+                np.subtract(1.0, d, out=e)
+            lo, hi = d.min(), d.max()
+            n_bad = not (lo >= 0.0 and hi <= 1.0)
+            if n_bad:
+                np.logical_not((d >= 0.0) & (d <= 1.0), out=flags)
+        elif pairs is not None:
+            n_bad = loops[3](x, pairs[block], kept, flags)
+        else:
+            if not c.flags.c_contiguous:
+                # The compiled loop is only vectorised on contiguous input.
+                np.copyto(kept, c)
+                c = kept
+            n_bad = loops[2](x, c, d, e, kept, flags)
+        if n_bad:
+            bad = np.flatnonzero(flags)
+            rows.append(first + bad)
+            centres.append(kept[bad])
+    return rows, centres
+
+
+def _sech_redraw(centres, h, rng, out, todo):
+    """Redraw ``out[todo]`` around ``centres`` until inside [0, 1].
+
+    The inverse cdf takes over after a few rounds.
+    """
+    for _ in range(_SECH_REJECTION_ROUNDS):
+        if todo.size == 0:
+            return
+        bits = rng.bit_generator.random_raw((todo.size + 1) // 2)
+        noise = _noise_passes(
+            bits.view(np.int32)[: todo.size],
+            h,
+            np.empty(todo.size, dtype=np.float32 if h >= _MIN_F32_SCALE else float),
+            _SechScratch(todo.size),
+        )
+        x = np.clip(centres, 0.0, 1.0) + noise
+        ok = (x >= 0.0) & (x <= 1.0)
+        out[todo[ok]] = x[ok]
+        todo, centres = todo[~ok], centres[~ok]
+    if todo.size:
+        out[todo] = sech_ppf(rng.random(size=todo.size), np.clip(centres, 0.0, 1.0), h)
+
+
+def _overlaps(a, b):
+    return np.may_share_memory(a, b) and np.shares_memory(a, b)
+
+
+def _same_view(a, b):
+    return (
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+        and a.strides == b.strides
+    )
+
+
+def _interleaved_pairs(centre, out, complement):
+    """``complement`` and ``out`` as the columns of a C-ordered (n, 2) array,
+    when they are (and ``out`` is ``centre``); else None."""
+    item = out.itemsize
+    if (
+        complement is None
+        or not _same_view(out, centre)
+        or out.strides != (2 * item,)
+        or complement.strides != (2 * item,)
+        or out.__array_interface__["data"][0]
+        != complement.__array_interface__["data"][0] + item
+    ):
+        return None
+    return np.lib.stride_tricks.as_strided(
+        complement, shape=(out.shape[0], 2), strides=(2 * item, item)
+    )
+
+
+def _sech_loops(n, h):
+    """The compiled block loops when they pay off (None: the numpy passes)."""
+    if n < _COMPILED_MIN_SIZE or h < _MIN_F32_SCALE:
+        return None
+    return compiled_loops()
+
+
+# ---------------------------------------------------------------------------
+# Threads and work buffers
+# ---------------------------------------------------------------------------
+
+
+def _sech_threads():
+    try:
+        n_cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        n_cpus = os.cpu_count() or 1
+    return max(1, min(_SECH_MAX_THREADS, n_cpus))
+
+
+class _SechScratch:
+    """Work buffers of one block."""
+
+    def __init__(self, size):
+        self.bits = np.empty(size, dtype=np.int32)
+        self.noise = np.empty(size, dtype=np.float32)
+        self.saved = np.empty(size)
+        self.bad = np.empty(size, dtype=bool)
+
+
+_SECH_SCRATCH = threading.local()
+
+
+def _sech_scratch():
+    # Kept per thread: fresh buffers at every call would cost page faults.
+    scratch = getattr(_SECH_SCRATCH, "buffers", None)
+    if scratch is None:
+        scratch = _SECH_SCRATCH.buffers = _SechScratch(_SECH_BLOCK)
+    return scratch
+
+
+_POOLS = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(name, n_workers):
+    with _POOLS_LOCK:
+        if name not in _POOLS:
+            _POOLS[name] = ThreadPoolExecutor(n_workers)
+        return _POOLS[name]
+
+
+def _sech_pool():
+    # The calling thread takes a share of the work itself.
+    return _pool("blocks", max(1, _SECH_MAX_THREADS - 1))
+
+
+def _noise_pool():
+    # Separate from the block pool, whose tasks never wait on it: no deadlock
+    # however many callers draw at once.
+    return _pool("noise", 1)
+
+
+def _forget_pools():
+    # A forked child has none of the parent's threads (and may inherit a held
+    # lock): it makes its own pools.
+    global _POOLS, _POOLS_LOCK
+    _POOLS = {}
+    _POOLS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
