@@ -81,7 +81,7 @@ def _print_times(wall, cpu):
         )
 
 
-def bench_overhead(n_rows, n_features, repeat=30):
+def bench_overhead(n_rows, n_features, repeat=60):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n_rows, n_features))
     beta = rng.standard_normal(n_features) / np.sqrt(n_features)

@@ -301,15 +301,19 @@ def _add_noise_blocks(centre, noise, out, complement, pairs, loops, start, stop)
         e = None if complement is None else complement[block]
         kept, flags = scratch.saved[: d.shape[0]], scratch.bad[: d.shape[0]]
         if loops is None:
+            # Computed in a contiguous buffer, then written: ``out`` and
+            # ``complement`` are often strided, where numpy passes are slow.
+            s = scratch.draws[: d.shape[0]]
             np.copyto(kept, c)
-            np.clip(kept, 0.0, 1.0, out=d)
-            d += x
-            if e is not None:
-                np.subtract(1.0, d, out=e)
-            lo, hi = d.min(), d.max()
+            np.clip(kept, 0.0, 1.0, out=s)
+            s += x
+            lo, hi = s.min(), s.max()
             n_bad = not (lo >= 0.0 and hi <= 1.0)
             if n_bad:
-                np.logical_not((d >= 0.0) & (d <= 1.0), out=flags)
+                np.logical_not((s >= 0.0) & (s <= 1.0), out=flags)
+            np.copyto(d, s)
+            if e is not None:
+                np.subtract(1.0, s, out=e)
         elif pairs is not None:
             n_bad = loops[3](x, pairs[block], kept, flags)
         else:
@@ -404,6 +408,7 @@ class _SechScratch:
         self.bits = np.empty(size, dtype=np.int32)
         self.noise = np.empty(size, dtype=np.float32)
         self.saved = np.empty(size)
+        self.draws = np.empty(size)
         self.bad = np.empty(size, dtype=bool)
 
 
