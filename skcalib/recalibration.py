@@ -124,7 +124,10 @@ default="auto"
         once, such as a random forest, is often better described in
         probability space). ``"auto"`` selects by cross-validated log-loss:
         all three for binary problems, ``"temperature"`` and ``"sigmoid"``
-        for multiclass ones.
+        for multiclass ones; among near ties the simplest wins, which is
+        ``"temperature"`` unless at least 10 % of the binary scores are
+        exactly 0 or 1 (there the log-odds are the floor's, not the model's,
+        and ``"sigmoid"`` is preferred).
     pseudo_count : float, default=1.0
         Weight (in the units of ``sample_weight``, which count as frequencies)
         of a pseudo-observation with an even label
@@ -209,7 +212,11 @@ default="auto"
     interpolated between nodes (constant beyond the extreme ones, where the
     parametric part extrapolates). Working in log-odds keeps the resolution
     where confident models put their scores: a kernel in probability space
-    cannot tell 0.999 from 0.99999, and the log-loss can.
+    cannot tell 0.999 from 0.99999, and the log-loss can. In multiclass
+    problems the Platt and sigmoid bases are one-vs-rest fits, renormalised
+    and then scaled by one inverse temperature (fitted with the same
+    penalty): renormalising ``K`` separately fitted columns moves every
+    row's confidence, which no single column's fit can see.
 
     **Selection (logit).** Every base and bandwidth candidate is scored by
     stratified 5-fold cross-validated log-loss (repeated up to 4 times on
@@ -217,7 +224,8 @@ default="auto"
     ``2**16`` evenly spaced rows), and the simplest candidate whose score is
     within two standard errors of the best is kept (the standard error of
     the mean paired difference of held-out losses; larger bandwidths first,
-    then temperature, Platt, sigmoid): on a small calibration set the
+    then temperature, Platt, sigmoid, or sigmoid first when at least 10 %
+    of the binary scores are exactly 0 or 1): on a small calibration set the
     parametric map is kept unless the data clearly ask for more. Folds use
     a fixed seed, so a fit is deterministic.
 

@@ -217,10 +217,16 @@ def fit_inverse_temperature(L, y_idx, w):
     """
     Ly = L[np.arange(L.shape[0]), y_idx]
     prec = LOG_SCALE_PRIOR_SD**-2
+    # beta > 0, so the row maximum of beta L is beta times that of L: the
+    # shifted logits are computed once, and each evaluation costs one exp.
+    top = L.max(axis=1)
+    shifted = L - top[:, None]
+    label_gap = Ly - top
 
     def objective(log_beta):
         b = np.exp(log_beta)
-        nll = float(w @ (logsumexp(b * L, axis=1) - b * Ly))
+        log_norm = np.log(np.exp(b * shifted).sum(axis=1))
+        nll = float(w @ (log_norm - b * label_gap))
         return nll + 0.5 * prec * max(log_beta, 0.0) ** 2
 
     t = minimize_scalar(
@@ -437,6 +443,29 @@ def _simplest_first(hs):
 
 
 BINARY_BASES = ("temperature", "platt", "sigmoid")
+# Log-odds this large come from scores within a few multiples of
+# LOGIT_FLOOR of 0 or 1: their value is the floor's, not the model's.
+SATURATED_LOG_ODDS = -np.log(LOGIT_FLOOR) - 1.0
+# Share of saturated scores from which the sigmoid base is tried first.
+SATURATED_SHARE = 0.1
+
+
+def binary_base_order(z, w):
+    """``BINARY_BASES``, with ``"sigmoid"`` first when many scores are saturated.
+
+    A slope on the log-odds extrapolates to scores reported as exactly 0 or
+    1 from the floor's arbitrary log-odds (about +-27.6), so a few held-out
+    folds without a mistake among them make a steep map look best, and the
+    first confident mistake on new data costs up to ``-log(eps)`` nats. The sigmoid
+    base works on the probability, where such scores sit at finite,
+    meaningful ends, so it is the preferred simple model once a
+    ``SATURATED_SHARE`` of the weight (random forests often put 40 % there)
+    lies on saturated scores.
+    """
+    share = float(w @ (np.abs(z) >= SATURATED_LOG_ODDS)) / max(float(w.sum()), 1e-300)
+    if share >= SATURATED_SHARE:
+        return ("sigmoid",) + tuple(b for b in BINARY_BASES if b != "sigmoid")
+    return BINARY_BASES
 
 
 def _candidates(bandwidth, base, auto_bases):
@@ -456,7 +485,7 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
     log-loss is evaluated on node statistics (stratified 5-fold
     cross-validation, repeated for small samples), and the simplest candidate
     of :func:`standard_error_choice` is kept (larger bandwidths before
-    smaller ones, then the order of ``BINARY_BASES``).
+    smaller ones, then the bases in the order of :func:`binary_base_order`).
 
     Parameters
     ----------
@@ -480,7 +509,7 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
         ``{(base, h): cross-validated log-loss}`` when something was selected.
     """
     nodes = make_nodes(z, w)
-    hs, bases, candidates = _candidates(bandwidth, base, BINARY_BASES)
+    hs, bases, candidates = _candidates(bandwidth, base, binary_base_order(z, w))
     scores = None
     if len(candidates) > 1 and z.shape[0] >= 2 * N_FOLDS:
         losses = {c: [] for c in candidates}
@@ -521,6 +550,17 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
 MULTICLASS_BASES = ("temperature", "sigmoid")
 
 
+def one_vs_rest_log_probabilities(Z, coef, base):
+    """Log of the renormalised one-vs-rest fits ``expit(a_k x_k + b_k)``.
+
+    ``Z`` holds each class's one-vs-rest log-odds and ``coef`` the ``(K, 2)``
+    coefficients; ``x_k`` is ``Z[:, k]`` (``"platt"``) or its probability
+    (``"sigmoid"``).
+    """
+    log_q = log_expit(_base_feature(Z, base) * coef[:, 0] + coef[:, 1])
+    return log_q - logsumexp(log_q, axis=1, keepdims=True)
+
+
 @dataclass(frozen=True)
 class MulticlassLogitFit:
     """Base log-odds per class, one correction per class, rows renormalised.
@@ -528,11 +568,15 @@ class MulticlassLogitFit:
     Bases: ``"temperature"`` (``softmax(beta L)``, whose one-vs-rest log-odds
     are corrected), or one-vs-rest Platt scaling of each class's log-odds
     (``"platt"``, ``a_k z_k + b_k``) or of its probability (``"sigmoid"``,
-    ``a_k p_k + b_k``).
+    ``a_k p_k + b_k``), renormalised and then temperature-scaled: the
+    renormalisation of ``K`` separately fitted columns moves every row's
+    confidence (towards ``1/K`` when the columns sum to more than 1), and
+    one inverse temperature fitted after it restores the calibration of the
+    whole row that no single column can see.
     """
 
     base: str
-    coef: object  # beta, or an array of shape (K, 2)
+    coef: object  # beta, or ((K, 2) array, beta)
     corrections: tuple
 
     @property
@@ -542,11 +586,15 @@ class MulticlassLogitFit:
     def base_log_odds(self, L):
         if self.base == "temperature":
             return class_log_odds(self.coef * L)
-        x = _base_feature(class_log_odds(L), self.base)
-        return x * self.coef[:, 0] + self.coef[:, 1]
+        ab, beta = self.coef
+        M = one_vs_rest_log_probabilities(class_log_odds(L), ab, self.base)
+        return class_log_odds(beta * M)
 
     def __call__(self, L):
-        U = self.base_log_odds(L)
+        return self.corrected(self.base_log_odds(L))
+
+    def corrected(self, U):
+        """Probabilities from base log-odds ``U``: corrected, rows renormalised."""
         Q = np.column_stack(
             [expit(c.log_odds(U[:, k])) for k, c in enumerate(self.corrections)]
         )
@@ -558,22 +606,30 @@ class _ClassStatistics:
 
     def __init__(self, L, y_idx, w, base, rows=slice(None)):
         self.base = base
-        if base == "temperature":
-            self.coef = fit_inverse_temperature(L[rows], y_idx[rows], w[rows])
-            Z = class_log_odds(self.coef * L)
-        else:
-            Z = class_log_odds(L)
-        self.nodes, self.stats, coefs = [], [], []
-        for k in range(L.shape[1]):
-            nodes = make_nodes(Z[:, k], w)
-            stats = bin_to_nodes(Z[:, k], (y_idx == k).astype(np.float64), w, nodes)
-            if base != "temperature":
-                nodes, ab = _fit_base(nodes, stats, base)
-                coefs.append(ab)
-            self.nodes.append(nodes)
-            self.stats.append(stats)
         if base != "temperature":
-            self.coef = np.array(coefs)
+            Z = class_log_odds(L)
+            ab = np.array(
+                [
+                    _fit_base(nodes, stats, base)[1]
+                    for nodes, stats in self._statistics(Z, y_idx, w)
+                ]
+            )
+            L = one_vs_rest_log_probabilities(Z, ab, base)
+        beta = fit_inverse_temperature(L[rows], y_idx[rows], w[rows])
+        self.coef = beta if base == "temperature" else (ab, beta)
+        self.nodes, self.stats = zip(
+            *self._statistics(class_log_odds(beta * L), y_idx, w), strict=True
+        )
+
+    @staticmethod
+    def _statistics(Z, y_idx, w):
+        """Nodes and node statistics of each class's log-odds."""
+        for k in range(Z.shape[1]):
+            nodes = make_nodes(Z[:, k], w)
+            yield (
+                nodes,
+                bin_to_nodes(Z[:, k], (y_idx == k).astype(np.float64), w, nodes),
+            )
 
     def fit(self, h, prior, init=None):
         """The map at bandwidth ``h`` (corrections warm-started from ``init``)."""
@@ -588,9 +644,10 @@ class _ClassStatistics:
         return MulticlassLogitFit(self.base, self.coef, corrections), alphas
 
 
-def _multiclass_losses(fit, L, y_idx, eps):
-    Q = np.clip(fit(L), eps, 1.0)
-    return -np.log(Q[np.arange(L.shape[0]), y_idx])
+def _multiclass_losses(fit, U, y_idx, eps):
+    """Log-losses of the map ``fit`` on rows of base log-odds ``U``."""
+    Q = np.clip(fit.corrected(U), eps, 1.0)
+    return -np.log(Q[np.arange(U.shape[0]), y_idx])
 
 
 def _systematic(n, max_rows):
@@ -628,10 +685,12 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
                 weights.append(ws[te])
                 for bs in bases:
                     parts = _ClassStatistics(Ls[tr], ys[tr], ws[tr], bs)
-                    alphas = None
+                    alphas = U_te = None
                     for h in hs:
                         fit, alphas = parts.fit(h, prior, alphas)
-                        loss = _multiclass_losses(fit, Ls[te], ys[te], eps)
+                        if U_te is None:  # the same base for every bandwidth
+                            U_te = fit.base_log_odds(Ls[te])
+                        loss = _multiclass_losses(fit, U_te, ys[te], eps)
                         losses[(bs, h)].append(loss)
         (base, h), scores = _choose(candidates, losses, weights, ws)
     else:
