@@ -16,7 +16,8 @@ Then timings: KernelRecalibrator fit and transform on 1e6 binary scores, next
 to sklearn's IsotonicRegression on the same data. Timings run first; the
 quality table follows, then problems of known calibration function
 (``skcalib.datasets``) where the exact calibration error of each recalibrated
-predictor is computed, next to its smECE.
+predictor, its distance to the true calibration function and its exact excess
+log-loss are computed, next to its smECE.
 
 Run: ``python benchmarks/bench_recalibration.py [--quick]``.
 """
@@ -232,9 +233,24 @@ def true_calibration_error(q, eta):
     return float(np.mean(np.abs(mean_eta[group] - q)))
 
 
+def excess_log_loss(q, eta):
+    """Exact expected log-loss of ``q`` minus that of the truth ``eta``.
+
+    The mean Kullback-Leibler divergence ``KL(eta || q)`` over the grid:
+    a proper score, so it counts what calibration alone does not, the
+    resolution a predictor gives up (a step map that is exactly calibrated
+    still pays for the detail of ``eta`` it averages away).
+    """
+    q = np.clip(q, 1e-15, 1 - 1e-15)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = eta * np.log(eta / q) + (1 - eta) * np.log((1 - eta) / (1 - q))
+    return float(np.mean(np.nan_to_num(kl)))
+
+
 def run_known_truth(n_cal=5000, n_test=5000, n_seeds=10):
     """Problems of known calibration function: the exact calibration error of
-    each recalibrated predictor, next to its held-out smECE and to the smECE
+    each recalibrated predictor, its distance ``E|q - eta|`` to the truth and
+    its exact excess log-loss, next to its held-out smECE and to the smECE
     of two exactly calibrated predictors: the true probabilities (the
     estimator's floor at this sample size for a continuous predictor) and
     their averages over 10 bins of f, whose few distinct values pool the
@@ -246,12 +262,12 @@ def run_known_truth(n_cal=5000, n_test=5000, n_seeds=10):
         f"{n_cal} calibration and {n_test} test rows, {n_seeds} seeds\n"
     )
     print(
-        f"{'problem':14s} {'method':12s} {'exact CE':>9s} {'smECE':>7s}   "
-        f"(smECE of the true probabilities: floor)"
+        f"{'problem':14s} {'method':12s} {'exact CE':>9s} {'|q-eta|':>8s} "
+        f"{'excess LL':>10s} {'smECE':>7s}   (smECE of the true probabilities: floor)"
     )
     for problem in ("overconfident", "u2", "step", "wiggle"):
         eta_grid = calibration_function(grid, problem=problem)
-        res = {m: {"ce": [], "sm": []} for m in methods}
+        res = {m: {"ce": [], "l1": [], "kl": [], "sm": []} for m in methods}
         floor, coarse = [], []
         # The truth averaged over 10 equal bins of f: also exactly calibrated.
         bin_of = np.minimum((grid * 10).astype(int), 9)
@@ -276,16 +292,20 @@ def run_known_truth(n_cal=5000, n_test=5000, n_seeds=10):
                 q_grid = est.predict_proba(grid[:, None])[:, 1]
                 q_test = est.predict_proba(test.y_proba[:, None])[:, 1]
                 res[m]["ce"].append(true_calibration_error(q_grid, eta_grid))
+                res[m]["l1"].append(float(np.mean(np.abs(q_grid - eta_grid))))
+                res[m]["kl"].append(excess_log_loss(q_grid, eta_grid))
                 res[m]["sm"].append(smooth_ece(test.y_true, q_test))
         for m in methods:
+            r = {k: np.mean(v) for k, v in res[m].items()}
             print(
-                f"{problem:14s} {m:12s} {np.mean(res[m]['ce']):9.4f} "
-                f"{np.mean(res[m]['sm']):7.4f}"
+                f"{problem:14s} {m:12s} {r['ce']:9.4f} {r['l1']:8.4f} "
+                f"{r['kl']:10.4f} {r['sm']:7.4f}"
             )
-        print(f"{problem:14s} {'(truth)':12s} {0.0:9.4f} {np.mean(floor):7.4f}")
+        blank = f"{'':8s} {'':10s}"
+        print(f"{problem:14s} {'(truth)':12s} {0.0:9.4f} {blank} {np.mean(floor):7.4f}")
         print(
-            f"{problem:14s} {'(10 bins)':12s} {0.0:9.4f} {np.mean(coarse):7.4f}"
-            "   <- exactly calibrated too\n"
+            f"{problem:14s} {'(10 bins)':12s} {0.0:9.4f} {blank} "
+            f"{np.mean(coarse):7.4f}   <- exactly calibrated too\n"
         )
 
 

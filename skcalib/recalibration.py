@@ -102,12 +102,13 @@ default="auto"
         ``"classwise"`` on a binary problem is the grid map; ``"canonical"``
         with two classes uses the Beta kernel (the two-class Dirichlet).
     bandwidth : "auto", "smece", "mle", "risk" or float, default="auto"
-        Logit maps: ``"auto"`` selects among ``inf`` and ``2**-7, ...,
-        2**-1`` by cross-validated log-loss (see Notes); a float > 0
-        (``np.inf`` allowed) is the standard deviation of the Gaussian
+        Logit maps: ``"auto"`` selects among ``inf``, ``2**-7, ...,
+        2**-1`` and ``0`` by cross-validated log-loss (see Notes); a float
+        > 0 (``np.inf`` allowed) is the standard deviation of the Gaussian
         correction kernel in units of the empirical distribution function of
         the scores (``0.1``: a window of about a tenth of the data on each
-        side). Grid maps (binary, classwise): ``"auto"`` minimises the
+        side), and ``0`` the most local map, a monotone step function
+        (isotonic regression of the labels on the base log-odds). Grid maps (binary, classwise): ``"auto"`` minimises the
         leave-one-out log-loss over the Gaussian scale ``sigma``,
         ``"smece"`` takes the SmoothECE scale ``sigma*`` of the calibration
         data, and a float in (0, 1] is ``sigma`` itself. Dirichlet
@@ -210,7 +211,12 @@ default="auto"
     dense, wide in the tails). Nodes sit at up to 129 weighted quantiles of
     ``u``, the samples are binned onto them linearly, and ``alpha`` is
     interpolated between nodes (constant beyond the extreme ones, where the
-    parametric part extrapolates). Working in log-odds keeps the resolution
+    parametric part extrapolates). The bandwidth ``0`` stands for the
+    monotone step map instead: the node frequencies pooled by adjacent
+    violators (isotonic regression), each block shrunk by ``pseudo_count``
+    observations labelled with its base probability; calibration functions
+    with jumps, which a smooth correction can only blur, get it from the
+    selection. Working in log-odds keeps the resolution
     where confident models put their scores: a kernel in probability space
     cannot tell 0.999 from 0.99999, and the log-loss can. In multiclass
     problems the Platt and sigmoid bases are one-vs-rest fits, renormalised
@@ -281,8 +287,8 @@ default="auto"
     (3, 1)
     >>> bool(np.all(np.abs(q[:, 0] - [0.3, 0.5, 0.7]) < 0.1))
     True
-    >>> cal.base_, cal.bandwidth_    # symmetric about 1/2: one slope suffices
-    ('temperature', inf)
+    >>> cal.base_, cal.bandwidth_    # logistic in p, nearly linear: no correction
+    ('sigmoid', inf)
     >>> P = np.column_stack([1 - p, p])               # or the full matrix
     >>> cal.fit(P, y).transform(P[:2]).sum(axis=1)
     array([1., 1.])
@@ -346,9 +352,11 @@ default="auto"
                 )
             return bw
         if method in ("canonical", "logit"):
-            # inf is the logit map without correction (the parametric map).
+            # inf is the logit map without correction (the parametric map),
+            # 0 its monotone step correction.
+            logit = method == "logit"
             return check_real(
-                bw, "bandwidth", low=0.0, include_low=False, allow_inf=method == "logit"
+                bw, "bandwidth", low=0.0, include_low=logit, allow_inf=logit
             )
         return check_sigma(bw, "bandwidth")
 

@@ -352,3 +352,68 @@ def test_saturated_scores_put_the_sigmoid_base_first(monkeypatch):
     on, off = np.array(on), np.array(off)
     assert np.all(on <= off + 1e-9)
     assert np.mean(off - on) > 0.03
+
+
+def test_pool_adjacent_violators_matches_isotonic_regression():
+    from sklearn.isotonic import isotonic_regression
+
+    from skcalib._backend.logit_map import pool_adjacent_violators
+
+    rng = np.random.default_rng(12)
+    for n in (1, 2, 7, 60):
+        mean = rng.normal(np.linspace(0, 1, n), 0.4)
+        weight = rng.uniform(0.1, 3.0, n)
+        block = pool_adjacent_violators(mean, weight)
+        fitted = np.bincount(block, mean * weight) / np.bincount(block, weight)
+        expected = isotonic_regression(mean, sample_weight=weight)
+        np.testing.assert_allclose(fitted[block], expected, rtol=1e-12, atol=1e-12)
+        assert np.all(np.diff(block) >= 0) and block[0] == 0
+
+
+@pytest.mark.parametrize("base", ["temperature", "platt", "sigmoid"])
+def test_bandwidth_zero_is_weighted_isotonic_regression(base):
+    # Without pseudo-observations, on fewer than 129 distinct scores (one node
+    # each), the monotone map is the isotonic regression of the labels on
+    # the scores, whatever the (increasing) base.
+    from sklearn.isotonic import IsotonicRegression
+
+    rng = np.random.default_rng(13)
+    levels = np.sort(rng.uniform(0.02, 0.98, 40))
+    s = rng.choice(levels, 800)
+    y = (rng.random(800) < expit(3 * logit(s)) + 0.1 * np.sin(20 * s)).astype(int)
+    w = rng.uniform(0.5, 2.0, 800)
+    rc = KernelRecalibrator(base=base, bandwidth=0.0, pseudo_count=0, eps=1e-12)
+    q = rc.fit(s, y, sample_weight=w).transform(levels)[:, 0]
+    iso = IsotonicRegression(out_of_bounds="clip").fit(s, y, sample_weight=w)
+    np.testing.assert_allclose(q, np.clip(iso.predict(levels), 1e-12, 1 - 1e-12))
+    assert rc.bandwidth_ == 0.0
+
+
+def _distance_to_truth(rc, problem, n=20001):
+    # E|q(f) - eta(f)|: scores are uniform on (0, 1) in these problems, so a
+    # fine grid integrates.
+    f = np.linspace(0.0, 1.0, n)
+    q = rc.transform(f)[:, 0]
+    return float(np.mean(np.abs(q - calibration_function(f, problem=problem))))
+
+
+def test_selection_takes_the_monotone_map_for_a_jump(monkeypatch):
+    from skcalib._backend import logit_map
+
+    smooth = tuple(h for h in logit_map.BANDWIDTHS if h != 0)
+    assert len(smooth) < len(logit_map.BANDWIDTHS)
+    chosen, with_zero, without = [], [], []
+    for seed in range(8):
+        cal = make_calibration_problem(5000, problem="step", random_state=seed)
+        rc = KernelRecalibrator().fit(cal.y_proba, cal.y_true)
+        chosen.append(rc.bandwidth_)
+        with_zero.append(_distance_to_truth(rc, "step"))
+        with monkeypatch.context() as m:
+            m.setattr(logit_map, "BANDWIDTHS", smooth)
+            rc = KernelRecalibrator().fit(cal.y_proba, cal.y_true)
+        without.append(_distance_to_truth(rc, "step"))
+    assert chosen.count(0.0) >= 5
+    assert np.mean(with_zero) < 0.8 * np.mean(without)
+    # A smooth calibration function keeps a smooth map.
+    cal = make_calibration_problem(5000, problem="overconfident", random_state=0)
+    assert KernelRecalibrator().fit(cal.y_proba, cal.y_true).bandwidth_ != 0.0

@@ -42,10 +42,14 @@ __all__ = [
 # Added to probabilities before the logarithm (as scikit-learn's temperature
 # scaling does), so that a zero probability becomes a finite log-odds of -27.6.
 LOGIT_FLOOR = 1e-12
+# The bandwidth that stands for the most local map of all: a monotone step
+# function (isotonic regression on the nodes), for calibration functions
+# with jumps that a smooth correction can only blur.
+MONOTONE = 0.0
 # Candidate correction bandwidths, in units of the empirical distribution
 # function of the scores (a nearest-neighbour-like bandwidth: narrow where
 # the scores are dense, wide in the tails); inf = no correction.
-BANDWIDTHS = tuple(2.0 ** np.arange(-7, 0)) + (np.inf,)
+BANDWIDTHS = tuple(2.0 ** np.arange(-7, 0)) + (np.inf, MONOTONE)
 N_FOLDS = 5
 # Prior standard deviations of the log-slope (log inverse temperature; a
 # one-sided penalty on slopes above 1) and of the intercept of the base.
@@ -278,10 +282,12 @@ def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9):
     rather than wherever its probability stops changing keeps the fit
     independent of the path (sample order, warm starts), which matters
     because ``alpha`` is interpolated between nodes. ``h = inf`` returns
-    zeros.
+    zeros, ``h = MONOTONE`` (0) the isotonic fit of :func:`fit_monotone`.
     """
     if not np.isfinite(h):
         return np.zeros_like(u)
+    if h == MONOTONE:
+        return fit_monotone(u, stats, prior)
     W1, W = stats
     F = node_coordinates(stats)
     kern = np.exp(-0.5 * np.square((F[:, None] - F[None, :]) / h))
@@ -302,6 +308,54 @@ def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9):
         if moved < tol:
             break
     return alpha
+
+
+def pool_adjacent_violators(mean, weight):
+    """Blocks of the weighted non-decreasing least-squares fit to ``mean``.
+
+    ``weight`` must be positive. Returns the block index of every entry
+    (blocks numbered from 0 in increasing order).
+    """
+    # Each block: (sum of weight * mean, sum of weight, first entry).
+    sums, weights, starts = [], [], []
+    for i, (m, w) in enumerate(zip(mean, weight, strict=True)):
+        sums.append(m * w)
+        weights.append(w)
+        starts.append(i)
+        while len(sums) > 1 and sums[-2] * weights[-1] >= sums[-1] * weights[-2]:
+            merged_sum, merged_weight = sums.pop(), weights.pop()
+            sums[-1] += merged_sum
+            weights[-1] += merged_weight
+            starts.pop()
+    block = np.zeros(len(mean), dtype=np.intp)
+    block[starts[1:]] = 1
+    return np.cumsum(block)
+
+
+def fit_monotone(u, stats, prior):
+    """Log-odds offsets of the isotonic fit at the nodes ``u``.
+
+    The node frequencies ``W1 / W`` are pooled into non-decreasing blocks
+    (:func:`pool_adjacent_violators`), each block's frequency is shrunk by
+    ``prior`` pseudo-observations labelled with the block's mean base
+    probability ``expit(u)``, which keeps it away from 0 and 1 (a running
+    maximum restores the order the shrinkage may break), and nodes without
+    mass take the value interpolated between their neighbours. Offsets are
+    ``logit(q) - u`` within ``[-30, 30]``.
+    """
+    W1, W = stats
+    has = W > 0
+    if not np.any(has):
+        return np.zeros_like(u)
+    block = pool_adjacent_violators(W1[has] / W[has], W[has])
+    size = np.bincount(block, W[has])
+    ones = np.bincount(block, W1[has])
+    base = np.bincount(block, W[has] * expit(u[has]))
+    q = np.maximum.accumulate((ones + prior * base / size) / (size + prior))
+    q = np.interp(u, u[has], q[block])
+    with np.errstate(divide="ignore"):
+        log_odds = np.log(q) - np.log1p(-q)
+    return np.clip(log_odds - u, -_ALPHA_LIMIT, _ALPHA_LIMIT)
 
 
 @dataclass(frozen=True)
