@@ -746,6 +746,18 @@ def test_pipeline_clone_and_grid_search_nested_params():
     c = clone(model)
     assert c.get_params()["calibrator__method"] == "classwise"
     assert not hasattr(c, "classes_")
+    # The logit map's end points, parametric (inf) and monotone step (0).
+    search = GridSearchCV(
+        RecalibratedClassifier(
+            LogisticRegression(max_iter=500), calibrator=KernelRecalibrator(), cv=2
+        ),
+        {"calibrator__bandwidth": [0.0, np.inf]},
+        scoring="neg_log_loss",
+        cv=2,
+    ).fit(X, y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    fitted = search.best_estimator_.calibrated_classifiers_[0].calibrators[0]
+    assert fitted.bandwidth_ == search.best_params_["calibrator__bandwidth"]
 
 
 def test_string_labels_feature_names_and_improved_log_loss():
