@@ -108,8 +108,9 @@ default="auto"
         correction kernel in units of the empirical distribution function of
         the scores (``0.1``: a window of about a tenth of the data on each
         side), and ``0`` the most local map, a monotone step function
-        (isotonic regression of the labels on the base log-odds). Grid maps (binary, classwise): ``"auto"`` minimises the
-        leave-one-out log-loss over the Gaussian scale ``sigma``,
+        (isotonic regression of the labels on the base log-odds). Grid
+        maps (binary, classwise): ``"auto"`` minimises the leave-one-out
+        log-loss over the Gaussian scale ``sigma``,
         ``"smece"`` takes the SmoothECE scale ``sigma*`` of the calibration
         data, and a float in (0, 1] is ``sigma`` itself. Dirichlet
         (canonical): ``"auto"`` minimises the leave-one-out log-loss over the
