@@ -399,13 +399,14 @@ default="auto"
         # Weights count as frequencies (integer weights = repeated rows), so
         # the pseudo-observation's share of the total weight is c / sum(w).
         w = check_sample_weight(sample_weight, n)
-        prior = check_real(self.pseudo_count, "pseudo_count", low=0.0) / w.sum()
+        pseudo_count = check_real(self.pseudo_count, "pseudo_count", low=0.0)
+        prior = pseudo_count / w.sum()
         self.classes_ = classes
         method = self._resolve_method(K)
         bandwidth = self._check_bandwidth(method)
         if method == "logit":
             base = check_multi_class(self.base, _BASES, name="base")
-            self._fit_logit(P, y_idx, w, bandwidth, base, eps, prior * w.sum())
+            self._fit_logit(P, y_idx, w, bandwidth, base, eps, pseudo_count)
         elif method == "canonical":
             self._fit_canonical(P, y_idx, w, bandwidth, eps, prior)
         else:
@@ -431,26 +432,10 @@ default="auto"
         self.bandwidth_scores_ = scores[0] if binary else scores
 
     def _fit_logit(self, P, y_idx, w, bandwidth, base, eps, pseudo_count):
-        if P.shape[1] == 2:
-            fit, scores = _lm.fit_binary_logit_map(
-                _lm.binary_log_odds(P),
-                y_idx.astype(np.float64),
-                w,
-                prior=pseudo_count,
-                eps=eps,
-                bandwidth=bandwidth,
-                base=base,
-            )
-        else:
-            fit, scores = _lm.fit_multiclass_logit_map(
-                _lm.log_probabilities(P),
-                y_idx,
-                w,
-                prior=pseudo_count,
-                eps=eps,
-                bandwidth=bandwidth,
-                base=base,
-            )
+        # The logit map's pseudo-observations are in the units of the weights.
+        fit, scores = _lm.fit_logit_map(
+            P, y_idx, w, prior=pseudo_count, eps=eps, bandwidth=bandwidth, base=base
+        )
         self.base_ = fit.base
         self.maps_ = [fit]
         self.bandwidth_ = fit.bandwidth
@@ -527,15 +512,6 @@ default="auto"
         if P.shape[1] != K:
             raise ValueError(f"X has {P.shape[1]} classes; {K} were seen in fit.")
         eps = float(self.eps)
-        if self.method_ == "logit":
-            fit = self.maps_[0]
-            if K == 2:
-                q = fit(_lm.binary_log_odds(P))
-                Q = np.column_stack([1.0 - q, q])
-            else:
-                Q = fit(_lm.log_probabilities(P))
-            Q = _rc.finalize_proba(Q, eps)
-            return Q[:, 1:] if self.n_features_in_ == 1 else Q
         if self.method_ == "grid":
             q = np.clip(self.maps_[0](P[:, 1]), eps, 1.0 - eps)
             out = (
@@ -544,7 +520,9 @@ default="auto"
                 else np.column_stack([1.0 - q, q])
             )
             return out
-        if self.method_ == "classwise":
+        if self.method_ == "logit":
+            Q = _lm.logit_map_proba(self.maps_[0], P)
+        elif self.method_ == "classwise":
             Q = np.column_stack([m(P[:, k]) for k, m in enumerate(self.maps_)])
         else:
             F, y_idx, w = self.calibration_points_

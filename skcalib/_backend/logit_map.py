@@ -35,7 +35,9 @@ __all__ = [
     "binary_log_odds",
     "class_log_odds",
     "fit_binary_logit_map",
+    "fit_logit_map",
     "fit_multiclass_logit_map",
+    "logit_map_proba",
     "log_probabilities",
 ]
 
@@ -750,3 +752,30 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
     else:
         base, h = candidates[0]
     return _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0], scores
+
+
+# ---------------------------------------------------------------------------
+# Probability matrices in, probability matrices out
+# ---------------------------------------------------------------------------
+
+
+def fit_logit_map(P, y_idx, w, *, prior, eps, bandwidth="auto", base="auto"):
+    """The binary or multiclass map of a probability matrix ``P`` (n, K).
+
+    Returns ``(fit, scores)`` of :func:`fit_binary_logit_map` (``K = 2``) or
+    :func:`fit_multiclass_logit_map`.
+    """
+    options = {"prior": prior, "eps": eps, "bandwidth": bandwidth, "base": base}
+    if P.shape[1] == 2:
+        return fit_binary_logit_map(
+            binary_log_odds(P), y_idx.astype(np.float64), w, **options
+        )
+    return fit_multiclass_logit_map(log_probabilities(P), y_idx, w, **options)
+
+
+def logit_map_proba(fit, P):
+    """Recalibrated probability matrix of ``P`` under a fitted map."""
+    if P.shape[1] == 2:
+        q = fit(binary_log_odds(P))
+        return np.column_stack([1.0 - q, q])
+    return fit(log_probabilities(P))
