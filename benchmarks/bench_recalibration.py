@@ -13,11 +13,11 @@ classes), smECE (top-label for multiclass) and canonical ECE-KDE (p = 1, "mle"
 bandwidth, on at most 2000 test points). Numbers are means over seeds.
 
 Then timings: KernelRecalibrator fit and transform on 1e6 binary scores, next
-to sklearn's IsotonicRegression on the same data. Timings run first; the
-quality table follows, then problems of known calibration function
-(``skcalib.datasets``) where the exact calibration error of each recalibrated
-predictor, its distance to the true calibration function and its exact excess
-log-loss are computed, next to its smECE.
+to sklearn's IsotonicRegression on the same data, and a 10-class fit.
+Timings run first; the quality table follows, then problems of known
+calibration function (``skcalib.datasets``) where the exact calibration
+error of each recalibrated predictor, its distance to the true calibration
+function and its exact excess log-loss are computed, next to its smECE.
 
 Run: ``python benchmarks/bench_recalibration.py [--quick]``.
 """
@@ -30,6 +30,7 @@ import time
 import warnings
 
 import numpy as np
+from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.datasets import (
@@ -175,7 +176,7 @@ def print_quality(table):
         f"{'dataset':15s} {'model':4s} {'method':12s} {'logloss':>8s} {'brier':>7s} "
         f"{'smECE':>7s} {'ECE-KDE':>8s} {'fit s':>6s}"
     )
-    wins_ll = wins_sm = pairs = 0
+    wins_ll = wins_sm = wins_competitive = pairs = 0
     losses = []
     for d, m in seen:
         methods = [c for (dd, mm, c) in table if (dd, mm) == (d, m)]
@@ -192,6 +193,7 @@ def print_quality(table):
         pairs += 1
         wins_ll += rel <= 0.01
         wins_sm += ours["smece"] <= best_sm
+        wins_competitive += _lowest_smece_when_competitive(table, d, m, sk)
         if rel > 0.01:
             losses.append((d, m, rel))
         print(
@@ -200,8 +202,29 @@ def print_quality(table):
         )
     print(f"log-loss within 1 % of the best sklearn method: {wins_ll}/{pairs}")
     print(f"lowest smECE (vs sklearn methods):               {wins_sm}/{pairs}")
+    print(
+        "lowest smECE among the methods within 1 % of the best log-loss "
+        f"(ours included): {wins_competitive}/{pairs}"
+    )
     for d, m, rel in losses:
         print(f"  misses the 1 % target: {d} / {m}: {100 * rel:+.2f} %")
+
+
+def _lowest_smece_when_competitive(table, d, m, sk):
+    """Whether ours is competitive in log-loss and best in smECE among those that are.
+
+    Isotonic regression often wins the raw smECE comparison with predictions
+    that cost far more in log-loss (few distinct values, many exact 0s and
+    1s); this compares calibration only between predictors that give up
+    (almost) nothing in the proper score.
+    """
+    methods = ("kernel",) + sk
+    best = min(table[(d, m, c)]["logloss"] for c in methods)
+    fair = [c for c in methods if table[(d, m, c)]["logloss"] <= 1.01 * best]
+    if "kernel" not in fair:
+        return False
+    ours = table[(d, m, "kernel")]["smece"]
+    return all(ours <= table[(d, m, c)]["smece"] for c in fair)
 
 
 class _ScoreModel(ClassifierMixin, BaseEstimator):
@@ -351,6 +374,29 @@ def run_timings():
         f"ratio fit ours / isotonic: {t_fit / t_iso:.2f}; "
         f"transform: {t_tr / t_iso_tr:.2f}"
     )
+    run_multiclass_timings()
+
+
+def run_multiclass_timings(n=200_000, n_classes=10):
+    """Multiclass fit (no target): the whole selection next to temperature alone."""
+    rng = np.random.default_rng(1)
+    T = rng.normal(0.0, 1.0, (n, n_classes))
+    truth = softmax(T, axis=1)
+    y = (truth.cumsum(axis=1) < rng.random(n)[:, None]).sum(axis=1)
+    P = softmax(np.exp(T), axis=1)  # a per-class distortion: corrections pay
+    print(f"\n## Timings, {n} x {n_classes} class probabilities (best of 2)\n")
+    t_fit, rc = best_of(lambda: KernelRecalibrator().fit(P, y), repeat=2)
+    t_tr, _ = best_of(lambda: rc.transform(P), repeat=2)
+    t_temp, _ = best_of(
+        lambda: KernelRecalibrator(base="temperature", bandwidth=np.inf).fit(P, y),
+        repeat=2,
+    )
+    print(
+        f"KernelRecalibrator fit (logit, base and bandwidth by CV): {t_fit:6.3f} s  "
+        f"(chose {rc.base_}, h = {rc.bandwidth_})"
+    )
+    print(f"KernelRecalibrator fit (temperature only):              {t_temp:6.3f} s")
+    print(f"KernelRecalibrator transform (logit):                  {t_tr:6.3f} s")
 
 
 def main():

@@ -242,8 +242,13 @@ def test_extreme_and_degenerate_scores():
     q = rc.transform([0.0, 1e-300, 0.05, 0.5, 1.0])[:, 0]
     assert np.all(np.isfinite(q)) and np.all((q >= 1e-6) & (q <= 1 - 1e-6))
     assert q[0] < q[2] < q[3] < q[4]
-    const = KernelRecalibrator().fit(np.full(50, 0.3), np.r_[np.ones(10), np.zeros(40)])
-    assert const.transform([0.3])[0, 0] == pytest.approx(0.2, abs=0.02)
+    y_const = np.r_[np.ones(10), np.zeros(40)]
+    for base in ["platt", "sigmoid"]:
+        const = KernelRecalibrator(base=base).fit(np.full(50, 0.3), y_const)
+        # One score value says nothing about the others: the bases with an
+        # intercept give its frequency on both sides of it.
+        q = const.transform([0.01, 0.2, 0.3, 0.4, 0.99])[:, 0]
+        np.testing.assert_allclose(q, 0.2, atol=0.002)
 
 
 def test_fit_is_deterministic_and_does_not_modify_input():
@@ -255,6 +260,62 @@ def test_fit_is_deterministic_and_does_not_modify_input():
     assert a.bandwidth_scores_ == b.bandwidth_scores_
     np.testing.assert_array_equal(s, s0)
     np.testing.assert_array_equal(w, w0)
+
+
+def _exp_distorted_problem(n, seed, K=10):
+    # True class probabilities softmax(T); the model reports softmax(exp(T)),
+    # a per-class distortion that a temperature cannot undo.
+    rng = np.random.default_rng(seed)
+    T = rng.normal(0.0, 1.0, (n, K))
+    truth = softmax(T, axis=1)
+    y = (truth.cumsum(axis=1) < rng.random(n)[:, None]).sum(axis=1)
+    return softmax(np.exp(T), axis=1), y, truth
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_corrected_multiclass_map_is_sharpened_out_of_fold(seed):
+    # The one-vs-rest corrections, renormalised, leave this model's rows
+    # over-confident. The selected map ends with an inverse temperature
+    # fitted to its out-of-fold output, which must (i) equal that fit done by
+    # hand and (ii) bring the exact expected log-loss closer to the entropy.
+    from dataclasses import replace
+
+    from skcalib._backend.logit_map import N_FOLDS, stratified_folds
+
+    P, y, _ = _exp_distorted_problem(3000, seed)
+    rc = KernelRecalibrator().fit(P, y)
+    fit = rc.maps_[0]
+    assert np.isfinite(rc.bandwidth_)
+    assert 0.8 < fit.sharpness < 0.95
+
+    folds = stratified_folds(y)
+    oof = np.empty_like(P)
+    for f in range(N_FOLDS):
+        inner = KernelRecalibrator(base=rc.base_, bandwidth=rc.bandwidth_)
+        inner.fit(P[folds != f], y[folds != f])
+        oof[folds == f] = inner.transform(P[folds == f])
+    expected = brute_temperature(np.log(oof + FLOOR), y)
+    assert fit.sharpness == pytest.approx(expected, rel=1e-5)
+
+    P_test, _, truth = _exp_distorted_problem(20000, 100 + seed)
+
+    def excess(Q):
+        return np.mean(np.sum(truth * (np.log(truth) - np.log(Q)), axis=1))
+
+    unsharpened = rc.transform(P_test)
+    rc.maps_[0] = replace(fit, sharpness=1.0)
+    assert excess(unsharpened) < 0.99 * excess(rc.transform(P_test))
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_zero_weight_rows_equal_removed_rows(n_classes):
+    # Cross-validated selection and the out-of-fold sharpness included.
+    P, y, _ = _exp_distorted_problem(3000, seed=3, K=n_classes)
+    w = (np.random.default_rng(4).random(3000) > 0.3).astype(float)
+    a = KernelRecalibrator().fit(P, y, sample_weight=w)
+    b = KernelRecalibrator().fit(P[w > 0], y[w > 0])
+    assert (a.base_, a.bandwidth_) == (b.base_, b.bandwidth_)
+    np.testing.assert_array_equal(a.transform(P), b.transform(P))
 
 
 @pytest.mark.parametrize("base", ["temperature", "platt", "sigmoid"])

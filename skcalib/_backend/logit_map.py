@@ -23,7 +23,7 @@ exactly), so a fit costs ``O(n + m^2)`` per bandwidth after one binning pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -62,6 +62,8 @@ SE_MULTIPLIER = 2.0
 MAX_NODES = 129
 # Rows used to select the multiclass bandwidth and to fit the temperature.
 MAX_SELECTION_ROWS = 2**16
+# Larger total weights are scaled down to it (see fit_logit_map).
+MAX_TOTAL_WEIGHT = 1e100
 # Log-odds offsets are kept within this range where the data cannot pin them.
 _ALPHA_LIMIT = 30.0
 
@@ -118,8 +120,10 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
     # node, so that the fit does not depend on the last bits of the input.
     close = np.diff(nodes) <= 1e-9 * (1.0 + np.abs(nodes[1:]))
     nodes = nodes[np.r_[True, ~close]]
-    if nodes.shape[0] == 1:  # one distinct value: an interval starting at it,
-        nodes = np.array([nodes[0], nodes[0] + 1.0])  # which keeps all its mass
+    if nodes.shape[0] == 1:
+        # One distinct value: an interval centred on it, whose ends share its
+        # mass equally, so that the map is the same on both sides of it.
+        nodes = np.array([nodes[0] - 0.5, nodes[0] + 0.5])
     return nodes
 
 
@@ -434,7 +438,11 @@ def _choose(candidates, losses, weights, w):
 
 def effective_size(w):
     """Kish's effective sample size ``(sum w)^2 / sum w^2``."""
-    return float(w.sum() ** 2 / max(float(w @ w), 1e-300))
+    top = float(w.max(initial=0.0))
+    if not top > 0:
+        return 0.0
+    v = w / top  # the ratio does not depend on the scale; squares of 1e300 do
+    return float(v.sum() ** 2 / float(v @ v))
 
 
 def stratified_folds(y_idx, n_folds=N_FOLDS, seed=0):
@@ -628,12 +636,18 @@ class MulticlassLogitFit:
     renormalisation of ``K`` separately fitted columns moves every row's
     confidence (towards ``1/K`` when the columns sum to more than 1), and
     one inverse temperature fitted after it restores the calibration of the
-    whole row that no single column can see.
+    whole row that no single column can see. The corrections move it again,
+    for the same reason, so a corrected map ends with a second inverse
+    temperature, ``sharpness``, fitted to cross-fitted (out-of-fold) output
+    of the same map: fitted to the map's own in-sample output it would
+    reward the corrections' overfitting with a sharper row.
     """
 
     base: str
     coef: object  # beta, or ((K, 2) array, beta)
     corrections: tuple
+    # Inverse temperature applied to the corrected, renormalised rows.
+    sharpness: float = 1.0
 
     @property
     def bandwidth(self):
@@ -654,7 +668,10 @@ class MulticlassLogitFit:
         Q = np.column_stack(
             [expit(c.log_odds(U[:, k])) for k, c in enumerate(self.corrections)]
         )
-        return Q / Q.sum(axis=1, keepdims=True)
+        Q /= Q.sum(axis=1, keepdims=True)
+        if self.sharpness == 1.0:
+            return Q
+        return softmax(self.sharpness * log_probabilities(Q), axis=1)
 
 
 class _ClassStatistics:
@@ -717,7 +734,11 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
     an evenly spaced subset of at most ``MAX_SELECTION_ROWS`` rows (the final
     fit uses all of them), stratified 5-fold cross-validation (repeated for
     small samples) and :func:`standard_error_choice`; one bandwidth serves
-    every class. The temperature is fitted on the same subset.
+    every class. The temperature is fitted on the same subset. When a
+    corrected map (finite bandwidth) was selected, its ``sharpness`` is
+    fitted on the same subset too, to the map's out-of-fold output; a single
+    candidate is fitted once, without cross-validation (and so with integer
+    weights equal to repeated rows).
 
     Returns
     -------
@@ -732,6 +753,9 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
     if len(candidates) > 1 and n >= 2 * N_FOLDS:
         Ls, ys, ws = L[rows], y_idx[rows], w[rows]
         losses = {c: [] for c in candidates}
+        # The first split's fold maps and held-out base log-odds, from which
+        # the chosen map's out-of-fold output is rebuilt without refitting.
+        first_split = {c: [] for c in candidates}
         weights = []
         repeats = _n_repeats(rows.shape[0], L.shape[1] - 1)
         for r in range(repeats):
@@ -748,10 +772,19 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
                             U_te = fit.base_log_odds(Ls[te])
                         loss = _multiclass_losses(fit, U_te, ys[te], eps)
                         losses[(bs, h)].append(loss)
+                        if r == 0:
+                            first_split[(bs, h)].append((te, fit, U_te))
         (base, h), scores = _choose(candidates, losses, weights, ws)
     else:
         base, h = candidates[0]
-    return _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0], scores
+    fit = _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0]
+    if scores is not None and np.isfinite(h):
+        Q = np.empty(Ls.shape)
+        for te, fold_fit, U_te in first_split[(base, h)]:
+            Q[te] = fold_fit.corrected(U_te)
+        sharpness = fit_inverse_temperature(log_probabilities(Q), ys, ws)
+        fit = replace(fit, sharpness=sharpness)
+    return fit, scores
 
 
 # ---------------------------------------------------------------------------
@@ -763,9 +796,17 @@ def fit_logit_map(P, y_idx, w, *, prior, eps, bandwidth="auto", base="auto"):
     """The binary or multiclass map of a probability matrix ``P`` (n, K).
 
     Returns ``(fit, scores)`` of :func:`fit_binary_logit_map` (``K = 2``) or
-    :func:`fit_multiclass_logit_map`.
+    :func:`fit_multiclass_logit_map`. Rows of zero weight are dropped first.
     """
     options = {"prior": prior, "eps": eps, "bandwidth": bandwidth, "base": base}
+    keep = w > 0
+    if not keep.all():  # so that they do not shift the cross-validation folds
+        P, y_idx, w = P[keep], y_idx[keep], w[keep]
+    top = float(w.max())
+    if top * w.shape[0] > MAX_TOTAL_WEIGHT:
+        # Against this much weight the priors weigh nothing at double
+        # precision anyway; smaller weights keep every sum finite.
+        w = (w / top) * (MAX_TOTAL_WEIGHT / w.shape[0])
     if P.shape[1] == 2:
         return fit_binary_logit_map(
             binary_log_odds(P), y_idx.astype(np.float64), w, **options
