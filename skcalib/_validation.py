@@ -629,9 +629,18 @@ def check_kde_options(p, bandwidth, multi_class, debias, root, chunk_size, n_job
         raise TypeError(f"root must be True or False; got {root!r}.")
     if chunk_size is not None:
         check_int(chunk_size, "chunk_size", min_val=1)
-    if n_jobs is not None:
-        check_int(n_jobs, "n_jobs")
+    check_n_jobs(n_jobs)
     return p, bandwidth, bool(debias)
+
+
+def check_n_jobs(n_jobs):
+    """``None`` or a nonzero integer (joblib's convention: -1 = all cores)."""
+    if n_jobs is None:
+        return None
+    n_jobs = check_int(n_jobs, "n_jobs")
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be None or a nonzero integer; got 0.")
+    return n_jobs
 
 
 def as_probability_columns(X):

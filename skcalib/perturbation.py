@@ -30,7 +30,7 @@ from ._meta import (
     estimator_router,
     route_fit_params,
 )
-from ._validation import check_random_generator, check_real
+from ._validation import check_n_jobs, check_random_generator, check_real
 
 __all__ = [
     "PerturbedClassifier",
@@ -533,6 +533,7 @@ def select_perturbation_scale(
             f"{bound_method!r}."
         )
     rng = check_random_generator(random_state)
+    check_n_jobs(n_jobs)
     scorer = get_scorer(scoring)
     base = _base_of(estimator)
     X, y = indexable(X, y)

@@ -23,7 +23,6 @@ from sklearn.base import (
 )
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import check_cv, cross_val_predict
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import _safe_indexing, column_or_1d, get_tags, indexable
 from sklearn.utils.metadata_routing import MethodMapping
 from sklearn.utils.multiclass import check_classification_targets
@@ -51,6 +50,7 @@ from ._validation import (
     as_probability_columns,
     check_column_labels,
     check_multi_class,
+    check_n_jobs,
     check_probability_matrix,
     check_real,
     check_sample_weight,
@@ -223,7 +223,11 @@ default="auto"
     problems the Platt and sigmoid bases are one-vs-rest fits, renormalised
     and then scaled by one inverse temperature (fitted with the same
     penalty): renormalising ``K`` separately fitted columns moves every
-    row's confidence, which no single column's fit can see.
+    row's confidence, which no single column's fit can see. The per-class
+    corrections move it again, so a selected map with a correction ends
+    with a second inverse temperature, fitted to that map's out-of-fold
+    output in the selection's first split (fitted to its in-sample output it
+    would reward the corrections' overfitting with sharper rows).
 
     **Selection (logit).** Every base and bandwidth candidate is scored by
     stratified 5-fold cross-validated log-loss (repeated up to 4 times on
@@ -347,8 +351,9 @@ default="auto"
         bw = self.bandwidth
         if isinstance(bw, str):
             if bw not in allowed:
+                named = method if self.method == "auto" else self.method
                 raise ValueError(
-                    f"bandwidth={bw!r} is not available for the {method!r} method; "
+                    f"bandwidth={bw!r} is not available for the {named!r} method; "
                     f"use one of {', '.join(map(repr, allowed))} or a float."
                 )
             return bw
@@ -379,7 +384,11 @@ default="auto"
             the leave-one-out criterion removes a sample's whole weight
             (importance weights), so a selected bandwidth can differ from
             that of repeated rows, whose copies remain each other's
-            neighbours.
+            neighbours. Weights count as observations: ``pseudo_count`` and
+            the priors of the parametric base weigh as much against them
+            as against that many unit-weight samples, so weights rescaled
+            to sum to 1 regularise far more strongly than unit weights (as
+            the penalty ``C`` of scikit-learn's linear models does).
 
         Returns
         -------
@@ -400,6 +409,7 @@ default="auto"
         # the pseudo-observation's share of the total weight is c / sum(w).
         w = check_sample_weight(sample_weight, n)
         pseudo_count = check_real(self.pseudo_count, "pseudo_count", low=0.0)
+        check_n_jobs(self.n_jobs)
         prior = pseudo_count / w.sum()
         self.classes_ = classes
         method = self._resolve_method(K)
@@ -553,6 +563,23 @@ def _is_one_dimensional(calibrator):
         return False
 
 
+def _frozen_classes(estimator, present):
+    """The classes of a frozen model, of which ``y`` must use a subset.
+
+    Its ``predict_proba`` columns are the classes it was fitted on; a
+    calibration set may lack some of them (they keep a column), but a label
+    the model has never seen has no column to calibrate.
+    """
+    classes = np.asarray(getattr(estimator, "classes_", present))
+    unseen = present[~np.isin(present, classes)]
+    if unseen.shape[0]:
+        raise ValueError(
+            f"y contains labels the frozen estimator was not fitted on: "
+            f"{unseen.tolist()}; its classes_ are {classes.tolist()}."
+        )
+    return classes
+
+
 def _full_proba(estimator, X, classes):
     """``predict_proba`` with one column per class of ``classes`` (absent ones 0)."""
     return align_proba_columns(estimator.predict_proba(X), estimator.classes_, classes)
@@ -679,7 +706,9 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        Class labels.
+        Class labels: those of ``y``, or for a ``FrozenEstimator`` those of
+        the frozen model (``y`` may lack some of them, but a label the model
+        was not fitted on raises a ``ValueError``).
     calibrated_classifiers_ : list
         Fitted (classifier, calibrators) pairs: one per fold with
         ``ensemble=True``, else one.
@@ -752,6 +781,7 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             raise ValueError(
                 f"ensemble must be True, False or 'auto'; got {self.ensemble!r}."
             )
+        check_n_jobs(self.n_jobs)
         check_classification_targets(y)
         X, y = indexable(X, y)
         y = column_or_1d(y, warn=True)
@@ -759,21 +789,22 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         calibrator = self._get_calibrator()
         for name, obj, needed in (
             ("calibrator", calibrator, ("fit", "transform")),
-            ("estimator", estimator, ("fit",)),
+            ("estimator", estimator, ("fit", "predict_proba")),
         ):
             missing = [m for m in needed if not hasattr(obj, m)]
             if missing:
                 raise TypeError(
                     f"{name} must implement {' and '.join(needed)}; {obj!r} does not."
                 )
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if self.classes_.shape[0] < 2:
+        frozen = isinstance(estimator, FrozenEstimator)
+        present = np.unique(y)
+        if present.shape[0] < 2:
             raise ValueError(
                 "RecalibratedClassifier needs samples of at least 2 classes in y; "
-                f"got 1 class: {self.classes_.tolist()}."
+                f"got 1 class: {present.tolist()}."
             )
-        y_idx = encoder.transform(y)
+        self.classes_ = _frozen_classes(estimator, present) if frozen else present
+        y_idx = np.searchsorted(self.classes_, y)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, y_idx.shape[0])
 
@@ -785,7 +816,6 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         split_params = {} if routed is None else routed.splitter.split
 
         ensemble = self.ensemble
-        frozen = isinstance(estimator, FrozenEstimator)
         if ensemble == "auto":
             ensemble = not frozen
         if frozen:

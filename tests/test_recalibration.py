@@ -15,6 +15,7 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_predict
 from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import (
     check_dict_unchanged,
     check_estimators_pickle,
@@ -34,6 +35,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from skcalib import KernelRecalibrator, RecalibratedClassifier
+from skcalib._backend.bandwidth import BANDWIDTH_GRID
 from skcalib._backend.grid import calibration_statistics
 from skcalib._backend.recalibration import (
     SIGMA_GRID,
@@ -352,6 +354,45 @@ def test_integer_weights_equal_repeated_rows(params):
     np.testing.assert_allclose(a.transform(t), b.transform(t), atol=1e-9)
 
 
+@pytest.mark.parametrize("method", ["grid", "canonical"])
+def test_leave_one_out_bandwidth_ignores_the_scale_of_the_weights(method):
+    # With no pseudo-count the smoother is a ratio of weighted sums, so
+    # multiplying every weight by a constant changes nothing, as long as
+    # leave-one-out removes a sample's whole weight: left with a copy of
+    # itself, a sample votes for itself and the smallest bandwidth wins.
+    rng = np.random.default_rng(11)
+    P = rng.dirichlet(np.ones(3), 400)
+    y = np.array([rng.choice(3, p=p) for p in softmax(1.5 * np.log(P), axis=1)])
+    if method == "grid":
+        P, y = P[:, 0], (y == 0).astype(int)
+    fits = [
+        KernelRecalibrator(method=method, pseudo_count=0.0).fit(
+            P, y, sample_weight=np.full(400, c)
+        )
+        for c in (1.0, 2.0, 10.0)
+    ]
+    for rc in fits[1:]:
+        assert rc.bandwidth_ == pytest.approx(fits[0].bandwidth_, rel=1e-12)
+        np.testing.assert_allclose(rc.transform(P), fits[0].transform(P), rtol=1e-9)
+    assert fits[0].bandwidth_ > 0.01
+
+
+@pytest.mark.parametrize("method", ["grid", "canonical"])
+@pytest.mark.filterwarnings("error")
+def test_a_single_calibration_sample_gives_finite_scores_and_the_smoothest_map(
+    method,
+):
+    # Leave-one-out has no neighbour left: every bandwidth scores the same
+    # (the prior alone), and the tie goes to the largest bandwidth.
+    rc = KernelRecalibrator(method=method).fit([[0.3, 0.7]], [1])
+    scores = np.asarray(rc.bandwidth_scores_, dtype=np.float64)
+    assert np.all(np.isfinite(scores)) and np.ptp(scores) < 1e-12
+    grid = SIGMA_GRID if method == "grid" else BANDWIDTH_GRID
+    assert rc.bandwidth_ == pytest.approx(max(grid))
+    Q = rc.transform([[0.9, 0.1], [0.3, 0.7]])
+    assert np.all(np.isfinite(Q))
+
+
 def test_output_layout_and_clipping():
     y, s, _ = _binary(500, seed=8, problem="step")
     rc = KernelRecalibrator(eps=1e-3).fit(np.column_stack([1 - s, s]), y)
@@ -429,6 +470,13 @@ def test_transform_rejects_bad_probabilities(bad, match):
         ({"bandwidth": 0.0}, None),
         ({"eps": 0.7}, "eps must be < 0.5"),
         ({"method": "grid", "bandwidth": 0.1}, None),
+        (
+            {"method": "classwise", "bandwidth": "risk"},
+            "bandwidth='risk' is not available for the 'classwise'",
+        ),
+        ({"method": "canonical", "bandwidth": 0.1, "n_jobs": 0}, "n_jobs must be"),
+        ({"n_jobs": "2"}, "n_jobs must be an integer"),
+        ({"n_jobs": -1}, None),
     ],
 )
 def test_bad_parameters(params, match):
@@ -621,6 +669,34 @@ def test_frozen_prefit_model_calibrated_on_given_data():
     )
 
 
+def test_frozen_model_classes_are_kept_when_calibration_data_lack_one():
+    X, y = _data(3000, n_classes=3, seed=1)
+    labels = np.array(["cat", "dog", "emu"])[y]
+    base = LogisticRegression().fit(X[:1500], labels[:1500])
+    keep = labels[1500:] != "emu"
+    X_cal, y_cal = X[1500:][keep], labels[1500:][keep]
+    clf = RecalibratedClassifier(FrozenEstimator(base)).fit(X_cal, y_cal)
+    np.testing.assert_array_equal(clf.classes_, ["cat", "dog", "emu"])
+    # The calibrator saw column indices 0 and 1 of three columns.
+    y_idx = np.searchsorted(base.classes_, y_cal)
+    ref = KernelRecalibrator().fit(base.predict_proba(X_cal), y_idx)
+    np.testing.assert_allclose(
+        clf.predict_proba(X[:100]), ref.transform(base.predict_proba(X[:100]))
+    )
+    P = clf.predict_proba(X[:100])
+    np.testing.assert_array_equal(clf.predict(X[:100]), clf.classes_[P.argmax(axis=1)])
+
+
+def test_frozen_model_rejects_labels_it_was_not_fitted_on():
+    X, y = _data(2000, n_classes=3, seed=2)
+    base = LogisticRegression().fit(X[:1000], np.array(["a", "b", "c"])[y[:1000]])
+    y_cal = np.array(["a", "b", "d"])[y[1000:]]
+    with pytest.raises(ValueError, match=r"not fitted on: \['d'\]"):
+        RecalibratedClassifier(FrozenEstimator(base)).fit(X[1000:], y_cal)
+    with pytest.raises(ValueError, match="not fitted on"):
+        RecalibratedClassifier(FrozenEstimator(base)).fit(X[1000:], y[1000:])
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_ensemble_false_uses_cross_val_predict(n_classes):
     X, y = _data(900, n_classes)
@@ -783,6 +859,10 @@ def test_meta_estimator_errors():
     X, y = _data(100)
     with pytest.raises(ValueError, match="ensemble must be"):
         RecalibratedClassifier(ensemble="yes").fit(X, y)
+    with pytest.raises(ValueError, match="n_jobs must be"):
+        RecalibratedClassifier(n_jobs=0).fit(X, y)
+    with pytest.raises(TypeError, match="estimator must implement fit and predict_pr"):
+        RecalibratedClassifier(LinearSVC()).fit(X, y)
     with pytest.raises(TypeError, match="calibrator must implement fit and transform"):
         RecalibratedClassifier(calibrator=LogisticRegression()).fit(X, y)
     with pytest.raises(ValueError, match="1 class"):

@@ -35,6 +35,8 @@ __all__ = [
 # neighbours of the best one). Below 2**-10 the finest grid (2**16 cells)
 # no longer resolves the kernel with enough steps.
 SIGMA_GRID = np.geomspace(2.0**-10, 0.5, 13)
+# Relative difference of leave-one-out scores below which they are tied.
+TIE_TOL = 1e-12
 # Kernel mass below this fraction of the largest one is too close to the FFT
 # round-off (~1e-16 of it) for a ratio: the estimate is not formed there.
 _RELIABLE = 1e-12
@@ -264,7 +266,7 @@ def select_sigma_loo(
 
     log_grid = np.log(np.asarray(grid, dtype=np.float64))
     scores = np.array([crit(v) for v in log_grid])
-    best = int(np.argmin(scores))
+    best = smoothest_best(scores, log_grid)
     lo = log_grid[max(best - 1, 0)]
     hi = log_grid[min(best + 1, len(log_grid) - 1)]
     sigma, loss = float(np.exp(log_grid[best])), float(scores[best])
@@ -272,7 +274,7 @@ def select_sigma_loo(
         res = minimize_scalar(
             crit, bounds=(lo, hi), method="bounded", options={"xatol": 0.02}
         )
-        if res.fun < loss:
+        if res.fun < loss - TIE_TOL * max(1.0, abs(loss)):
             sigma, loss = float(np.exp(res.x)), float(res.fun)
     info = {
         "grid": np.exp(log_grid),
@@ -281,6 +283,17 @@ def select_sigma_loo(
         "n_used": rows.shape[0],
     }
     return sigma, info
+
+
+def smoothest_best(scores, bandwidths):
+    """Index of the largest bandwidth among those tied for the lowest score.
+
+    Ties are exact in degenerate samples (a few points, each far from the
+    others), where the smoothest map is the one that claims least.
+    """
+    best = np.min(scores)
+    tied = np.flatnonzero(scores <= best + TIE_TOL * max(1.0, abs(best)))
+    return int(tied[np.argmax(bandwidths[tied])])
 
 
 def finalize_proba(Q, eps):
@@ -339,10 +352,11 @@ def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0, pri
     total = centres.total_w
     loss = np.zeros(len(grid))
     chunk = default_chunk_size(centres.n)
-    for start in range(0, centres.n, chunk):
+    n_loo = centres.n if centres.n >= 2 else 0
+    for start in range(0, n_loo, chunk):
         sl = slice(start, min(start + chunk, centres.n))
         gram = logX[sl] @ Fs.T
-        loo = centres.loo_columns(centres.order[sl])
+        loo = centres.loo_columns(centres.order[sl], whole_weight=True)
         rows = np.arange(gram.shape[0])
         for g, b in enumerate(grid):
             L = gram * (1.0 / b)
@@ -352,8 +366,12 @@ def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0, pri
             R = dirichlet_prior_mix(st["ratio"], log_mass, Fs[sl], b, prior)
             R = finalize_proba(R, eps)
             loss[g] -= np.dot(ws[sl], np.log(R[rows, ys[sl]]))
-    loss /= ws.sum()
-    best = int(np.argmin(loss))
+    if not n_loo:
+        # No neighbour to leave in: every bandwidth predicts the prior alone.
+        loss[:] = np.log(centres.K)
+    else:
+        loss /= ws.sum()
+    best = smoothest_best(loss, np.asarray(grid, dtype=np.float64))
     info = {
         "grid": np.asarray(grid, dtype=np.float64),
         "scores": loss,

@@ -124,16 +124,19 @@ class DirichletCentres:
         out[:, self.seg_classes] = np.add.reduceat(G, self.seg_starts, axis=1)
         return out
 
-    def loo_columns(self, rows):
+    def loo_columns(self, rows, *, whole_weight=False):
         """Column of each evaluation row's own centre, and its reweighting.
 
         Returns ``(cols, log_shift, diag_c)``: ``log_shift`` turns ``log(w k)``
         into ``log(max(w - 1, 0) k)`` (``-inf`` when no copy is left) and
-        ``diag_c`` is the self-pair factor of the remaining copies.
+        ``diag_c`` is the self-pair factor of the remaining copies. Weights
+        are frequencies, so one copy is left out; ``whole_weight=True``
+        leaves the whole centre out instead, for weights that are not
+        counts (a sample of weight 2 must not vote for itself).
         """
         cols = self.position[rows]
         w = self.w[cols]
-        rest = w - 1.0
+        rest = np.zeros_like(w) if whole_weight else w - 1.0
         with np.errstate(divide="ignore", invalid="ignore"):
             log_shift = np.where(rest > 0, np.log(rest) - np.log(w), -np.inf)
             diag_c = np.minimum(1.0, 1.0 / np.maximum(rest, 1.0))

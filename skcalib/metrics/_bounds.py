@@ -23,6 +23,7 @@ from .._backend.window import (
 from .._validation import (
     check_calibration_inputs,
     check_int,
+    check_n_jobs,
     check_random_generator,
     check_real,
 )
@@ -398,6 +399,7 @@ def calibration_error_bound(
             "at least 2 samples (n_samples >= 2 * n_splits)."
         )
     rng = check_random_generator(random_state)
+    check_n_jobs(n_jobs)
 
     fold = np.empty(n, dtype=np.int64)
     fold[rng.permutation(n)] = np.arange(n) % n_splits

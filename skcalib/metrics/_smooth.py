@@ -11,6 +11,7 @@ from .._validation import (
     check_calibration_inputs,
     check_int,
     check_multi_class,
+    check_n_jobs,
     check_real,
     check_seed_sequence,
     check_sigma,
@@ -281,6 +282,7 @@ def smooth_calibration_curve(
         y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric
     )
     seeds = check_seed_sequence(random_state).spawn(len(tasks))
+    check_n_jobs(n_jobs)
     curves = []
     for (y, s, w), seed in zip(tasks, seeds, strict=True):
         value, sig, stats = _sm.fit(y, s, w, geometry, sigma)
