@@ -277,13 +277,15 @@ def check_calibration_inputs(
         True labels (numbers, strings or booleans).
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
         Probability of the positive class (1-D) or of every class (2-D, columns
-        in the order of the sorted labels, i.e. ``estimator.classes_``).
+        in the order of the sorted labels, i.e. ``estimator.classes_``, or
+        of ``labels`` when given).
     sample_weight : array-like of shape (n_samples,), default=None
     pos_label : int, float, bool or str, default=None
         Binary problems only. ``None`` means the greater label, matching
         ``estimator.classes_[-1]``.
     labels : array-like, default=None
-        All class labels, for data (e.g. a CV fold) where some class is absent.
+        All class labels in column order, for data (e.g. a CV fold) where some
+        class is absent.
     require_binary : bool, default=False
         Raise if the problem has more than two classes.
 
@@ -460,6 +462,10 @@ def check_real(
     return value
 
 
+# More bootstrap resamples than this cannot move a percentile interval.
+MAX_BOOTSTRAP = 10**7
+
+
 def check_random_generator(random_state):
     """A ``numpy.random.Generator`` from ``None``, an int, a Generator or a RandomState.
 
@@ -476,6 +482,10 @@ def check_random_generator(random_state):
     if isinstance(random_state, numbers.Integral) and not isinstance(
         random_state, bool
     ):
+        if random_state < 0:
+            raise ValueError(
+                f"random_state must be a non-negative integer; got {random_state}."
+            )
         return np.random.default_rng(int(random_state))
     raise TypeError(
         "random_state must be None, an int, a numpy Generator or a RandomState; "

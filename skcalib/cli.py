@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._validation import MAX_BOOTSTRAP
+
 __all__ = ["main", "build_parser", "read_predictions", "compute_report", "format_table"]
 
 EXIT_OK = 0
@@ -842,6 +844,22 @@ def _positive_int(text):
     return value
 
 
+def _bootstrap_count(text):
+    value = _positive_int(text)
+    if value > MAX_BOOTSTRAP:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {MAX_BOOTSTRAP}, got {value}"
+        )
+    return value
+
+
+def _kde_rows(text):
+    value = _positive_int(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError("expected 0 (all rows) or at least 2, got 1")
+    return value
+
+
 def _unit_interval(text):
     try:
         value = float(text)
@@ -932,7 +950,7 @@ def build_parser():
     rep.add_argument(
         "--bootstrap",
         metavar="N",
-        type=_positive_int,
+        type=_bootstrap_count,
         default=200,
         help="bootstrap resamples for the smooth ECE interval (default: 200; 0: none)",
     )
@@ -967,7 +985,7 @@ def build_parser():
     rep.add_argument(
         "--kde-max-samples",
         metavar="N",
-        type=_positive_int,
+        type=_kde_rows,
         default=_KDE_MAX_SAMPLES,
         help=(
             "compute ECE-KDE (quadratic cost) on a subsample of at most N rows "
@@ -983,7 +1001,9 @@ def build_parser():
     rep.add_argument(
         "--no-plot", action="store_true", help="write report.json only, no PNG"
     )
-    rep.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    rep.add_argument(
+        "--seed", type=_positive_int, default=0, help="random seed (default: 0)"
+    )
     rep.add_argument(
         "--n-jobs", type=int, default=None, help="parallel jobs for the bootstrap"
     )

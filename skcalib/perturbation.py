@@ -65,8 +65,13 @@ def _owns_its_data(array):
     )
 
 
+# Subnormal scales overflow ``1 / h``; at any scale below this one the noise
+# is far below the resolution of a double near any probability anyway.
+MIN_SCALE = 1e-300
+
+
 def _check_scale(scale, name="scale"):
-    return check_real(scale, name, low=0.0, high=1.0, include_low=False)
+    return check_real(scale, name, low=MIN_SCALE, high=1.0)
 
 
 class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -203,16 +208,18 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         _check_scale(self.scale)
         check_random_generator(self.random_state)
         estimator = self._get_estimator()
-        if not hasattr(estimator, "fit"):
+        if not (hasattr(estimator, "fit") and hasattr(estimator, "predict_proba")):
             raise TypeError(
                 f"estimator must be a classifier with fit and predict_proba, got "
                 f"{estimator!r}."
             )
+        frozen = isinstance(estimator, FrozenEstimator)
+        # A frozen model is not fitted again, so its weights have no use.
         base_params, _ = route_fit_params(
-            self, estimator, sample_weight, fit_params, strict=True
+            self, estimator, sample_weight, fit_params, strict=not frozen
         )
 
-        if isinstance(estimator, FrozenEstimator):
+        if frozen:
             self.estimator_ = estimator
         else:
             X, y = indexable(X, y)
@@ -389,7 +396,10 @@ def _base_of(estimator):
 
 
 def _check_scales(scales):
-    arr = np.asarray(scales, dtype=np.float64).reshape(-1)
+    try:
+        arr = np.asarray(scales, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise TypeError(f"scales must be an array of floats; got {scales!r}.") from None
     if arr.size == 0:
         raise ValueError("scales must contain at least one scale.")
     for value in arr:
@@ -475,6 +485,8 @@ def select_perturbation_scale(
     scoring : str or callable, default="roc_auc"
         Score to preserve (greater is better), any name accepted by
         :func:`skcalib.metrics.get_scorer` or a scorer callable.
+        ``"roc_auc"`` with more than two classes in ``y`` is the one-vs-rest
+        AUROC, ``"roc_auc_ovr"``.
     tolerance : float, default=0.01
         Largest accepted mean loss of score, in the scorer's units.
     cv : int, cross-validation generator or iterable, default=5
@@ -534,10 +546,12 @@ def select_perturbation_scale(
         )
     rng = check_random_generator(random_state)
     check_n_jobs(n_jobs)
-    scorer = get_scorer(scoring)
     base = _base_of(estimator)
     X, y = indexable(X, y)
     y = np.asarray(y)
+    if isinstance(scoring, str) and scoring == "roc_auc" and np.unique(y).size > 2:
+        scoring = "roc_auc_ovr"
+    scorer = get_scorer(scoring)
     splits = list(check_cv(cv, y, classifier=True).split(X, y, groups))
     seeds = rng.integers(0, 2**32 - 1, size=len(splits))
 

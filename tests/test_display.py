@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import cross_validate  # noqa: E402
+from sklearn.model_selection import KFold, cross_validate  # noqa: E402
 from sklearn.svm import LinearSVC  # noqa: E402
 
 from skcalib.display import (  # noqa: E402
@@ -227,6 +227,31 @@ def test_from_cv_results_one_curve_per_fold():
         SmoothReliabilityDisplay.from_cv_results({"estimator": cv["estimator"]}, X, y)
     with pytest.raises(ValueError, match="samples"):
         SmoothReliabilityDisplay.from_cv_results(cv, X[:-1], y[:-1])
+    with pytest.raises(ValueError, match="sample_weight"):
+        SmoothReliabilityDisplay.from_cv_results(cv, X, y, sample_weight=np.ones(10))
+
+
+def test_from_cv_results_fold_model_that_missed_a_class():
+    # Unshuffled folds: the rare class sits in the last rows only, so the
+    # last fold's model never saw it; it predicts it with probability 0.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    y[-20:] = 2
+    cv = cross_validate(
+        LogisticRegression(),
+        X,
+        y,
+        cv=KFold(3),
+        return_estimator=True,
+        return_indices=True,
+    )
+    disp = SmoothReliabilityDisplay.from_cv_results(cv, X, y)
+    est, test = cv["estimator"][2], cv["indices"]["test"][2]
+    assert est.classes_.tolist() == [0, 1]
+    P = np.column_stack([est.predict_proba(X[test]), np.zeros(len(test))])
+    ref = smooth_calibration_curve(y[test], P, labels=[0, 1, 2])
+    np.testing.assert_array_equal(disp.line_[2].get_ydata(), ref.y_smooth)
 
 
 def test_from_cv_results_bootstrap_differs_between_folds_but_is_seeded():
@@ -431,6 +456,20 @@ def test_bound_display_default_methods_and_binary_only():
         CalibrationBoundDisplay.from_sample_sizes(yy, P)
 
 
+def test_bound_display_bad_arguments():
+    y, s = _square_problem(2000)
+    one = CalibrationBoundDisplay.from_predictions(y, s, methods="tv", random_state=0)
+    assert one.methods == ["tv"]
+    with pytest.raises(ValueError, match="methods must name"):
+        CalibrationBoundDisplay.from_predictions(y, s, methods=[])
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+        CalibrationBoundDisplay.from_predictions(y, s, random_state=0, ax="x")
+    with pytest.raises(ValueError, match="sample_sizes must be finite"):
+        CalibrationBoundDisplay.from_sample_sizes(y, s, sample_sizes=[np.nan, 100])
+    with pytest.raises(ValueError, match="terms are needed"):
+        CalibrationBoundDisplay(methods=["tv"], upper=[0.2], estimate=[0.1]).plot()
+
+
 def test_bound_display_sample_sizes():
     y, s = _square_problem(16000)
     fig, ax = plt.subplots()
@@ -500,6 +539,11 @@ def test_perturbation_display_from_result():
     assert twin.bound_ax_.get_shared_x_axes().joined(ax, twin.bound_ax_)
     no_bound = PerturbationDisplay.from_result(_scale_result(with_bounds=False))
     assert no_bound.bound_ax_ is None and no_bound.bound_line_ is None
+    # Without bounds a given axes gets the score curve and its legend only.
+    fig, ax1 = plt.subplots()
+    alone = PerturbationDisplay.from_result(_scale_result(with_bounds=False), ax=ax1)
+    assert alone.ax_ is ax1 and alone.bound_ax_ is None and len(fig.axes) == 1
+    assert ax1.get_legend() is not None
     with pytest.raises(TypeError, match="PerturbationScaleResult"):
         PerturbationDisplay.from_result({"scales": [0.1]})
     with pytest.raises(TypeError, match="pair"):

@@ -276,7 +276,7 @@ def test_string_labels_and_feature_names(binary_data):
         clf.predict_proba(X[:, :3])
 
 
-@pytest.mark.parametrize("scale", [0, -0.1, 1.5, np.nan, np.inf])
+@pytest.mark.parametrize("scale", [0, -0.1, 1.5, np.nan, np.inf, 5e-324])
 def test_bad_scale_value(binary_data, scale):
     X, y = binary_data
     with pytest.raises(ValueError, match="scale"):
@@ -296,10 +296,24 @@ def test_bad_estimator_and_random_state(binary_data):
         PerturbedClassifier(DecisionTreeClassifier().fit(X, y).tree_).fit(X, y)
     from sklearn.svm import LinearSVC
 
+    clf = PerturbedClassifier(LinearSVC())
     with pytest.raises(TypeError, match="predict_proba"):
-        PerturbedClassifier(LinearSVC()).fit(X, y)
+        clf.fit(X, y)
+    assert not hasattr(clf, "estimator_")  # rejected before anything is fitted
     with pytest.raises(TypeError, match="random_state"):
         PerturbedClassifier(random_state="seed").fit(X, y)
+    with pytest.raises(ValueError, match="random_state must be a non-negative"):
+        PerturbedClassifier(random_state=-1).fit(X, y)
+
+
+def test_frozen_estimator_ignores_sample_weight(binary_data):
+    # Nothing is fitted, so weights change nothing (as FrozenEstimator.fit).
+    X, y = binary_data
+    lr = LogisticRegression().fit(X, y)
+    a = PerturbedClassifier(FrozenEstimator(lr), random_state=0).fit(X, y)
+    b = PerturbedClassifier(FrozenEstimator(lr), random_state=0)
+    b.fit(X, y, sample_weight=np.arange(len(y)) % 3)
+    assert_array_equal(a.predict_proba(X), b.predict_proba(X))
 
 
 def test_inputs_not_modified(binary_data):
@@ -535,6 +549,19 @@ def test_select_scale_scores_match_manual_cv(cancer):
     assert_array_equal(again.scores, res.scores)
 
 
+def test_select_scale_default_scoring_is_one_vs_rest_auroc_for_multiclass():
+    X, y = make_classification(
+        n_samples=600, n_classes=3, n_informative=4, random_state=0
+    )
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    res = select_perturbation_scale(
+        LogisticRegression(), X, y, scales=[2**-6], cv=cv, random_state=0
+    )
+    assert res.scoring == "roc_auc_ovr"
+    manual = cross_val_score(LogisticRegression(), X, y, cv=cv, scoring="roc_auc_ovr")
+    assert_allclose(res.base_scores, manual)
+
+
 def test_select_scale_rule_and_tolerance(cancer):
     X, y = cancer
     model = make_pipeline(StandardScaler(), LogisticRegression())
@@ -562,6 +589,7 @@ def test_select_scale_rule_and_tolerance(cancer):
         ({"scales": []}, ValueError, "scales"),
         ({"scales": [0.1, 0.0]}, ValueError, "scales"),
         ({"scales": [2.0]}, ValueError, "scales"),
+        ({"scales": ["a"]}, TypeError, "scales"),
         ({"tolerance": -0.1}, ValueError, "tolerance"),
         ({"delta": 0.0}, ValueError, "delta"),
         ({"bound_method": "bogus"}, ValueError, "bound_method"),

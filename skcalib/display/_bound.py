@@ -7,7 +7,7 @@ import numpy as np
 from .._validation import check_calibration_inputs, check_random_generator, check_real
 from ..metrics import binned_calibration_error
 from ..metrics._bounds import calibration_error_bound
-from ._plotting import hide_spines, level_text, merge_style, pyplot
+from ._plotting import axes_or_new, hide_spines, level_text, merge_style
 
 __all__ = ["CalibrationBoundDisplay"]
 
@@ -180,8 +180,12 @@ class CalibrationBoundDisplay:
         ['approximation', 'concentration', 'estimate']
         >>> plt.close(disp.figure_)
         """
-        if ax is None:
-            _, ax = pyplot().subplots()
+        if self.sample_sizes is None and self.terms is None:
+            raise ValueError(
+                "terms are needed to plot the bounds of one dataset (without "
+                "sample_sizes); use from_predictions to compute them."
+            )
+        ax = axes_or_new(ax)
         self.ax_, self.figure_ = ax, ax.figure
         self.bars_ = self.line_ = None
         name = self.name if name is None else name
@@ -333,9 +337,10 @@ class CalibrationBoundDisplay:
         lipschitz : float, default=None
             Lipschitz constant of the calibration function; enables the
             Lipschitz-bucketing bound.
-        methods : list of str, default=None
-            Bounds to draw; ``None`` means TV always, plus NW and Lipschitz
-            when their constants are given.
+        methods : str or list of str, default=None
+            Bounds to draw (``"tv"``, ``"nw"``, ``"lipschitz"``); ``None``
+            means TV always, plus NW and Lipschitz when their constants are
+            given.
         delta, n_splits, pos_label, random_state, n_jobs
             As in :func:`skcalib.metrics.calibration_error_bound`.
         n_bins : int, default=15
@@ -440,6 +445,8 @@ pos_label, n_splits, random_state, n_jobs, name, ax, despine
             sizes = np.geomspace(min(1000, n_total), n_total, 6)
         else:
             sizes = np.asarray(sample_sizes, dtype=float).reshape(-1)
+            if not np.all(np.isfinite(sizes)):
+                raise ValueError(f"sample_sizes must be finite; got {sizes.tolist()}.")
         sizes = np.unique(np.round(sizes).astype(np.int64))
         if sizes.size == 0 or sizes[0] < 2 * n_splits or sizes[-1] > n_total:
             raise ValueError(
@@ -479,7 +486,9 @@ def _prepare(args):
     methods = args["methods"]
     if methods is None:
         methods = _default_methods(args["perturbation_scale"], args["lipschitz"])
-    methods = list(methods)
+    methods = [methods] if isinstance(methods, str) else list(methods)
+    if not methods:
+        raise ValueError("methods must name at least one bound method.")
     rng = check_random_generator(args["random_state"])
     keys = ("perturbation_scale", "lipschitz", "delta", "n_splits", "n_jobs")
     options = {k: args[k] for k in keys}

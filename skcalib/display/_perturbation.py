@@ -161,7 +161,9 @@ class PerturbationDisplay:
         h = np.asarray(self.scales, dtype=float)
         mean = np.asarray(self.score_mean, dtype=float)
         std = np.asarray(self.score_std, dtype=float)
-        score_name = "AUROC" if self.scoring == "roc_auc" else self.scoring
+        score_name = {"roc_auc": "AUROC", "roc_auc_ovr": "AUROC (one-vs-rest)"}.get(
+            self.scoring, self.scoring
+        )
         kw = merge_style(
             {
                 "color": "C0",
@@ -242,9 +244,11 @@ class PerturbationDisplay:
                 bax.legend(loc="best", fontsize="small")
             level = "" if self.delta is None else f" ({level_text(1 - self.delta)})"
             bax.set_ylabel("Calibration error" + level)
-            tops = [np.nanmax(self.bound_upper), self.base_bound_upper or 0.0]
+            upper = np.asarray(self.bound_upper, dtype=float)
+            finite = upper[np.isfinite(upper)]
+            top = max(finite.max(initial=0.0), self.base_bound_upper or 0.0)
             # Head room for the legend above the highest line.
-            bax.set_ylim(0, 1.3 * max(tops))
+            bax.set_ylim(0, 1.3 * top if top > 0 else 1.0)
             bax.set_xscale("log", base=2)
         # The legend goes on the top-most axes so that no curve hides it.
         top = self.bound_ax_ if self._twin else ax
@@ -273,7 +277,7 @@ class PerturbationDisplay:
             )
             return ax, bax
         if hasattr(ax, "plot"):
-            self._twin = True
+            self._twin = self.bound_upper is not None
             return ax, None
         pair = list(np.ravel(np.asarray(ax, dtype=object)))
         if len(pair) != 2 or not all(hasattr(a, "plot") for a in pair):

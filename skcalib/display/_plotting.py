@@ -14,7 +14,8 @@ import numpy as np
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_calibration_inputs
+from .._meta import align_proba_columns
+from .._validation import check_calibration_inputs, check_sample_weight
 
 # matplotlib rejects a property given under two aliases; the user's spelling wins.
 _ALIASES = {
@@ -75,6 +76,15 @@ def as_list(value, n=None):
     return value if isinstance(value, list) else [value]
 
 
+def axes_or_new(ax):
+    """``ax`` if it is a matplotlib Axes, a new figure's axes for ``None``."""
+    if ax is None:
+        _, ax = pyplot().subplots()
+    elif not hasattr(ax, "plot"):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}.")
+    return ax
+
+
 def layout_panels(ax, keys):
     """Axes for curves grouped into panels by ``keys`` (one panel per distinct key).
 
@@ -90,10 +100,7 @@ def layout_panels(ax, keys):
     """
     distinct = list(dict.fromkeys(keys))
     if distinct == [None]:
-        if ax is None:
-            _, ax = pyplot().subplots()
-        elif not hasattr(ax, "plot"):
-            raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}.")
+        ax = axes_or_new(ax)
         return ax, [ax] * len(keys), ax.figure
     k = len(distinct)
     if ax is None:
@@ -212,8 +219,12 @@ def panel_groups(axes_per_curve):
     return list(groups.values())
 
 
-def predict_proba_of(estimator, X, pos_label, name):
-    """``predict_proba`` of a fitted classifier, its classes, pos_label and name."""
+def predict_proba_of(estimator, X, pos_label, name, classes=None):
+    """``predict_proba`` of a fitted classifier, its classes, pos_label and name.
+
+    With ``classes`` (sorted), the columns are those classes: a model fitted
+    on a split that lacked some of them gives them probability 0.
+    """
     if not hasattr(estimator, "predict_proba"):
         raise TypeError(
             f"estimator must be a fitted classifier with predict_proba; "
@@ -221,7 +232,11 @@ def predict_proba_of(estimator, X, pos_label, name):
         )
     check_is_fitted(estimator)
     proba = estimator.predict_proba(X)
-    classes = np.asarray(estimator.classes_)
+    est_classes = np.asarray(estimator.classes_)
+    if classes is None:
+        classes = est_classes
+    else:
+        proba = align_proba_columns(proba, est_classes, classes)
     if proba.shape[1] == 2 and pos_label is None:
         pos_label = classes[-1]
     name = type(estimator).__name__ if name is None else name
@@ -239,6 +254,8 @@ def cv_folds(cv_results, X, y, sample_weight):
             "'indices')."
         )
     n = len(y)
+    if sample_weight is not None:
+        sample_weight = check_sample_weight(sample_weight, n)
     indices = cv_results["indices"]
     first = len(indices["train"][0]) + len(indices["test"][0])
     if first != n:
@@ -496,9 +513,10 @@ class ReliabilityDisplayBase:
     def _from_cv_results(cls, cv_results, X, y, *, spec, name, plot_kwargs):
         records, mc, pos = [], None, None
         folds = cv_folds(cv_results, X, y, spec["sample_weight"])
+        all_classes = np.unique(np.asarray(y))
         for estimator, X_test, y_test, sw in folds:
             proba, classes, pos, _ = predict_proba_of(
-                estimator, X_test, spec["pos_label"], None
+                estimator, X_test, spec["pos_label"], None, classes=all_classes
             )
             fold_spec = {**spec, "sample_weight": sw, "pos_label": pos}
             fold, mc, pos = cls._predictions(y_test, proba, classes, fold_spec)

@@ -370,7 +370,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             True labels.
         y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
             Probability of the positive class, or of every class (columns in
-            the order of the sorted labels).
+            the order of the sorted labels, or of ``labels`` when given).
         sigma, metric, multi_class, n_bootstrap, confidence_level, \
 sample_weight, pos_label, labels, random_state, n_jobs
             As in :func:`skcalib.metrics.smooth_calibration_curve`.

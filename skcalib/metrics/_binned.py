@@ -88,7 +88,9 @@ def binned_calibration_error(
     pos_label : int, float, bool or str, default=None
         Positive class of a binary problem; ``None`` means the greater label.
     labels : array-like, default=None
-        All class labels, when ``y_true`` lacks some class of ``y_proba``.
+        All class labels, in the order of the columns of ``y_proba`` (as
+        in :func:`sklearn.metrics.roc_auc_score`); needed when ``y_true``
+        lacks some class of ``y_proba``.
     return_bins : bool, default=False
         Also return a dict per reduced problem with the bin ``edges``, the
         ``bin`` numbers of the non-empty bins and their ``weight``, ``count``,

@@ -138,7 +138,8 @@ def kde_calibration_error(
         True labels.
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
         Predicted probability of the positive class, or of each class (columns
-        in the order of the sorted labels, as ``predict_proba`` returns them).
+        in the order of the sorted labels, as ``predict_proba`` returns them,
+        or of ``labels`` when given).
         Exact zeros are fine: rows are clipped to ``[1e-12, 1 - 1e-12]`` and
         renormalised inside the kernel.
     p : float >= 1, default=1
@@ -171,7 +172,9 @@ def kde_calibration_error(
     pos_label : int, float, bool or str, default=None
         Positive class of a binary problem; ``None`` means the greater label.
     labels : array-like, default=None
-        All class labels, needed when ``y_true`` lacks some class of ``y_proba``.
+        All class labels, in the order of the columns of ``y_proba`` (as
+        in :func:`sklearn.metrics.roc_auc_score`); needed when ``y_true``
+        lacks some class of ``y_proba``.
     chunk_size : int, default=None
         Rows of the kernel matrix held in memory at once; the default keeps
         work arrays near 32 MB. Memory is ``O(chunk_size * n_samples)``.

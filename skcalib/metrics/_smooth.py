@@ -7,6 +7,7 @@ import numpy as np
 from .._backend import smece as _sm
 from .._backend.resampling import bootstrap_smooth_curves
 from .._validation import (
+    MAX_BOOTSTRAP,
     binary_tasks,
     check_calibration_inputs,
     check_int,
@@ -68,7 +69,8 @@ def smooth_ece(
         True labels.
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
         Predicted probability of the positive class, or of each class (columns
-        in the order of the sorted labels, as ``predict_proba`` returns them).
+        in the order of the sorted labels, as ``predict_proba`` returns them,
+        or of ``labels`` when given).
     sigma : float in (0, 1], default=None
         Fixed kernel bandwidth. ``None`` uses the self-consistent ``sigma*``.
     metric : {"l1", "logit"}, default="l1"
@@ -83,7 +85,9 @@ def smooth_ece(
     pos_label : int, float, bool or str, default=None
         Positive class of a binary problem; ``None`` means the greater label.
     labels : array-like, default=None
-        All class labels, needed when ``y_true`` lacks some class of ``y_proba``.
+        All class labels, in the order of the columns of ``y_proba`` (as
+        in :func:`sklearn.metrics.roc_auc_score`); needed when ``y_true``
+        lacks some class of ``y_proba``.
     return_sigma : bool, default=False
         Also return the bandwidth used (an array of one bandwidth per class
         for ``multi_class="classwise"``).
@@ -269,7 +273,9 @@ def smooth_calibration_curve(
         return dask_metric("smooth_calibration_curve", **locals())
     if sigma is not None:
         sigma = check_sigma(sigma)
-    n_bootstrap = check_int(n_bootstrap, "n_bootstrap", min_val=0)
+    n_bootstrap = check_int(
+        n_bootstrap, "n_bootstrap", min_val=0, max_val=MAX_BOOTSTRAP
+    )
     confidence_level = check_real(
         confidence_level,
         "confidence_level",
