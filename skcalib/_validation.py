@@ -339,7 +339,8 @@ def check_calibration_inputs(
     if classes.shape[0] == 1:
         classes = _complete_single_class(classes, pos_label)
     if pos_label is None:
-        pos_label = classes[-1]
+        # The greater label, wherever labels= put it among the columns.
+        pos_label = classes[np.argsort(classes, kind="stable")[-1]]
     else:
         if not np.any(_label_equal(classes, pos_label)):
             raise ValueError(
@@ -493,9 +494,20 @@ def check_random_generator(random_state):
     )
 
 
+# One cell of the finest grid the Gaussian smoothers use (1 / grid.FINE_M,
+# kept in step by a test): a narrower kernel is not resolved by it.
+MIN_SIGMA = 2.0**-16
+
+
 def check_sigma(sigma, name="sigma"):
-    """A kernel bandwidth in (0, 1]."""
-    return check_real(sigma, name, low=0.0, high=1.0, include_low=False)
+    """A kernel bandwidth in [``MIN_SIGMA``, 1]."""
+    sigma = check_real(sigma, name, low=0.0, high=1.0, include_low=False)
+    if sigma < MIN_SIGMA:
+        raise ValueError(
+            f"{name} must be >= 2**-16 = {MIN_SIGMA:.3g} (one step of the finest "
+            f"smoothing grid), got {sigma}."
+        )
+    return sigma
 
 
 def check_label_chunk(y_true):
@@ -588,11 +600,19 @@ def encode_class_labels(y, *, name="y"):
     return classes, index.astype(np.intp)
 
 
-def check_binned_options(norm, debias, squared):
+def check_bool(value, name):
+    """``value`` if it is a Python or numpy bool; a TypeError naming it otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
+def check_binned_options(norm, debias, squared, return_bins=False):
     """Options of the binned calibration error: ``norm`` and its L2-only flags."""
     check_multi_class(norm, ("l1", "l2", "max"), name="norm")
+    check_bool(return_bins, "return_bins")
     for flag, value in (("debias", debias), ("squared", squared)):
-        if value and norm != "l2":
+        if check_bool(value, flag) and norm != "l2":
             raise ValueError(
                 f"{flag}=True is only defined for norm='l2'; got norm={norm!r}."
             )
@@ -635,8 +655,7 @@ def check_kde_options(p, bandwidth, multi_class, debias, root, chunk_size, n_job
             f"debias=True needs p=2 (the U-statistic exists for the squared error "
             f"only); got p={p:g}."
         )
-    if not isinstance(root, (bool, np.bool_)):
-        raise TypeError(f"root must be True or False; got {root!r}.")
+    check_bool(root, "root")
     if chunk_size is not None:
         check_int(chunk_size, "chunk_size", min_val=1)
     check_n_jobs(n_jobs)

@@ -137,6 +137,9 @@ def test_multiclass_classwise_and_top_label():
         (dict(norm="l3"), "norm"),
         (dict(debias=True), "debias"),
         (dict(squared=True, norm="max"), "squared"),
+        (dict(debias="yes", norm="l2"), "debias must be True or False"),
+        (dict(squared=1, norm="l2"), "squared must be True or False"),
+        (dict(return_bins="no"), "return_bins must be True or False"),
     ],
 )
 def test_bad_parameters(kwargs, match):
@@ -155,3 +158,35 @@ def test_unit_and_constant_weights_equal_no_weights_for_quantile_bins(norm):
     assert binned_calibration_error(
         y, s, sample_weight=np.full(1500, 3.0), **kw
     ) == pytest.approx(base, rel=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_debiased_l2_does_not_depend_on_the_scale_of_the_weights(scale):
+    # The effective bin size (sum w)^2 / sum w^2 is scale-free, even where
+    # the squares of the weights underflow or overflow.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=200)
+    y = (rng.uniform(size=200) < s**1.5).astype(int)
+    kw = dict(norm="l2", debias=True, squared=True, n_bins=5)
+    base = binned_calibration_error(y, s, **kw)
+    scaled = binned_calibration_error(y, s, sample_weight=np.full(200, scale), **kw)
+    assert scaled == pytest.approx(base, rel=1e-12)
+
+
+def test_quantile_bins_move_continuously_with_the_weights():
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=200)
+    y = (rng.uniform(size=200) < s).astype(int)
+    kw = dict(n_bins=7, strategy="quantile", return_bins=True)
+    _, ref = binned_calibration_error(y, s, **kw)
+    np.testing.assert_allclose(
+        ref["edges"], np.percentile(s, 100 * np.linspace(0, 1, 8)), atol=1e-15
+    )
+    w = np.ones(200)
+    w[0] = 1 + 1e-12  # a negligible change of weight, a negligible change of bins
+    _, near = binned_calibration_error(y, s, sample_weight=w, **kw)
+    np.testing.assert_allclose(near["edges"], ref["edges"], atol=1e-12)
+    w[0] = 0.0  # a zero weight is the same as no row
+    a = binned_calibration_error(y, s, sample_weight=w, **kw)[0]
+    b = binned_calibration_error(y[1:], s[1:], **kw)[0]
+    assert a == pytest.approx(b, abs=1e-15)

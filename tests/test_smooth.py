@@ -324,3 +324,20 @@ def test_inputs_not_modified():
     smooth_calibration_curve(y, s, n_bootstrap=3, random_state=0)
     np.testing.assert_array_equal(s, s0)
     np.testing.assert_array_equal(y, y0)
+
+
+def test_fixed_sigma_below_the_grid_step_is_rejected():
+    from skcalib._backend.grid import FINE_M
+    from skcalib._validation import MIN_SIGMA
+
+    assert MIN_SIGMA == 1.0 / FINE_M
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=50)
+    y = (rng.uniform(size=50) < s).astype(float)
+    # Down to one grid step the value approaches its sigma -> 0 limit for
+    # distinct scores, the mean |y - s|; below it a kernel would be unresolved.
+    assert smooth_ece(y, s, sigma=MIN_SIGMA) == pytest.approx(
+        np.mean(np.abs(y - s)), rel=1e-3
+    )
+    with pytest.raises(ValueError, match="sigma must be >= 2\\*\\*-16"):
+        smooth_ece(y, s, sigma=1e-6)

@@ -69,6 +69,26 @@ def test_pos_label_and_single_class_rules():
     np.testing.assert_array_equal(d.y, [1.0, 0.0])
 
 
+def test_default_positive_class_is_the_greater_label_in_any_label_order():
+    # labels= sets the column order of a 2-D y_proba, not the positive class:
+    # that stays the greater label, so a 1-D P("yes") means the same thing
+    # whatever order labels= lists the classes in.
+    y = np.array(["no", "yes", "yes", "no", "yes"])
+    p = np.array([0.1, 0.8, 0.6, 0.3, 0.9])
+    brute = np.mean(np.abs((y == "yes") - p))  # one sample per bin at n_bins=10
+    for labels in (None, ["no", "yes"], ["yes", "no"]):
+        d = check_calibration_inputs(y, p, labels=labels)
+        assert d.pos_label == "yes"
+        np.testing.assert_array_equal(d.y, y == "yes")
+        assert binned_calibration_error(
+            y, p, labels=labels, n_bins=10
+        ) == pytest.approx(brute)
+        assert smooth_ece(y, p, labels=labels) == smooth_ece(y, p)
+    # Two columns in the order of labels=["yes", "no"]: P("yes") is column 0.
+    d = check_calibration_inputs(y, np.column_stack([p, 1 - p]), labels=["yes", "no"])
+    np.testing.assert_array_equal(d.proba, p)
+
+
 def test_labels_for_missing_class_in_multiclass():
     P = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
     d = check_calibration_inputs(["a", "c"], P, labels=["a", "b", "c"])

@@ -14,15 +14,23 @@ def uniform_edges(n_bins):
 def quantile_edges(s, w, n_bins):
     """Bin edges at the (weighted) quantiles of the scores.
 
-    Equal weights use linear interpolation between order statistics (numpy's
-    default, as in ``sklearn.calibration.calibration_curve``), so unit weights
-    and no weights give the same bins; unequal weights use the inverse of the
-    weighted empirical cdf.
+    Linear interpolation between the sorted scores placed at the midpoints
+    of their cumulative weights, rescaled so that the smallest sits at 0
+    and the largest at 1. With equal weights this is numpy's default
+    percentile (as in ``sklearn.calibration.calibration_curve``), so unit
+    weights and no weights give the same bins; the edges move continuously
+    with the weights, and a zero weight is the same as no row.
     """
     q = np.linspace(0.0, 1.0, n_bins + 1)
-    if np.all(w == w[0]):
-        return np.percentile(s, 100 * q)
-    return np.quantile(s, q, weights=w, method="inverted_cdf")
+    keep = w > 0
+    s, w = s[keep], w[keep]
+    order = np.argsort(s, kind="stable")
+    s, w = s[order], w[order] / w.max()
+    mid = np.cumsum(w) - 0.5 * w
+    span = mid[-1] - mid[0]
+    if not span > 0:
+        return np.full(q.shape, s[0])
+    return np.interp(q, (mid - mid[0]) / span, s)
 
 
 def assign_bins(s, edges):
@@ -41,7 +49,7 @@ class BinTable:
     edges: np.ndarray  # (n_bins + 1,)
     index: np.ndarray  # bin numbers of the non-empty bins
     weight: np.ndarray  # sum w
-    weight_sq: np.ndarray  # sum w^2
+    n_eff: np.ndarray  # (sum w)^2 / sum w^2
     mean_label: np.ndarray  # weighted mean of y
     mean_score: np.ndarray  # weighted mean of s
     count: np.ndarray  # number of samples
@@ -51,16 +59,20 @@ def bin_table(y, s, w, edges):
     n_bins = edges.shape[0] - 1
     b = assign_bins(s, edges)
     sw = np.bincount(b, weights=w, minlength=n_bins)
-    sw2 = np.bincount(b, weights=w * w, minlength=n_bins)
     swy = np.bincount(b, weights=w * y, minlength=n_bins)
     sws = np.bincount(b, weights=w * s, minlength=n_bins)
     cnt = np.bincount(b, minlength=n_bins)
     keep = sw > 0
+    # The effective size is scale-free; squares of weights near 1e+-200 are not.
+    top = float(w.max(initial=0.0))
+    v = w / top if top > 0 else w
+    sv = np.bincount(b, weights=v, minlength=n_bins)[keep]
+    sv2 = np.bincount(b, weights=v * v, minlength=n_bins)[keep]
     return BinTable(
         edges=edges,
         index=np.flatnonzero(keep),
         weight=sw[keep],
-        weight_sq=sw2[keep],
+        n_eff=sv * sv / sv2,
         mean_label=swy[keep] / sw[keep],
         mean_score=sws[keep] / sw[keep],
         count=cnt[keep],
@@ -84,7 +96,7 @@ def binned_error(table, norm, debias):
         return float(np.max(np.abs(gap)))
     sq = gap * gap
     if debias:
-        n_eff = table.weight**2 / table.weight_sq
+        n_eff = table.n_eff
         ybar = table.mean_label
         corr = np.zeros_like(sq)
         ok = n_eff > 1 + 1e-12

@@ -164,7 +164,7 @@ def bin_table_from_sums(sums, pos_slot, edges):
         edges=edges,
         index=np.flatnonzero(keep),
         weight=sw,
-        weight_sq=total[2, keep],
+        n_eff=sw * sw / total[2, keep],
         mean_label=label / sw,
         mean_score=total[1, keep] / sw,
         count=np.rint(total[3, keep]).astype(np.int64),

@@ -332,7 +332,7 @@ class CalibrationAccumulator:
 
         Parameters
         ----------
-        sigma : float in (0, 1], default=None
+        sigma : float in [2**-16, 1], default=None
             Fixed bandwidth; ``None`` uses the self-consistent ``sigma*``.
         return_sigma : bool, default=False
             Also return the bandwidth used.
@@ -361,7 +361,7 @@ class CalibrationAccumulator:
 
         Parameters
         ----------
-        sigma : float in (0, 1], default=None
+        sigma : float in [2**-16, 1], default=None
             Fixed bandwidth; ``None`` uses the SmoothECE bandwidth ``sigma*``.
 
         Returns

@@ -73,8 +73,10 @@ def binned_calibration_error(
         Number of bins; ``"cbrt"`` uses ``ceil(n_samples ** (1/3))``.
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width bins on [0, 1], or bins holding equal (weighted) mass
-        (edges at the score quantiles; duplicate edges give empty bins, which
-        are skipped).
+        (edges at the score quantiles, numpy's linear interpolation, with
+        each score placed at the midpoint of its cumulative weight when
+        weights are given; duplicate edges give empty bins, which are
+        skipped).
     norm : {"l1", "l2", "max"}, default="l1"
     debias : bool, default=False
         Only for ``norm="l2"``: subtract the within-bin sampling variance of the
@@ -122,7 +124,7 @@ def binned_calibration_error(
         return dask_metric("binned_calibration_error", **locals())
     check_multi_class(strategy, ("uniform", "quantile"), name="strategy")
     check_multi_class(multi_class, ("top-label", "classwise"))
-    check_binned_options(norm, debias, squared)
+    check_binned_options(norm, debias, squared, return_bins)
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )

@@ -71,7 +71,7 @@ def smooth_ece(
         Predicted probability of the positive class, or of each class (columns
         in the order of the sorted labels, as ``predict_proba`` returns them,
         or of ``labels`` when given).
-    sigma : float in (0, 1], default=None
+    sigma : float in [2**-16, 1], default=None
         Fixed kernel bandwidth. ``None`` uses the self-consistent ``sigma*``.
     metric : {"l1", "logit"}, default="l1"
         ``"l1"`` smooths the scores on [0, 1]; ``"logit"`` smooths
