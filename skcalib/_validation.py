@@ -209,8 +209,20 @@ def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
         )
     if np.any(w < 0):
         raise ValueError(f"{name} must be non-negative; found {w.min():.6g}.")
-    if not w.sum() > 0:
+    with np.errstate(over="ignore"):  # an infinite sum is reported below
+        total = w.sum()
+    if not total > 0:
         raise ValueError(f"{name} must have a positive sum; all weights are zero.")
+    if not np.isfinite(total):
+        raise ValueError(
+            f"{name} sums to infinity in double precision; rescale the weights."
+        )
+    tiny = np.finfo(np.float64).tiny
+    if np.any((w > 0) & (w < tiny)):
+        raise ValueError(
+            f"{name} has subnormal values (below {tiny:.3g}), which lose their "
+            "precision in every sum; rescale the weights."
+        )
     return w
 
 

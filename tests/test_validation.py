@@ -28,6 +28,20 @@ METRICS = [smooth_ece, binned_calibration_error]
         (
             [0, 1],
             [0.1, 0.2],
+            {"sample_weight": [1e308, 1e308]},
+            ValueError,
+            "sample_weight sums to infinity",
+        ),
+        (
+            [0, 1],
+            [0.1, 0.2],
+            {"sample_weight": [5e-324, 1.0]},
+            ValueError,
+            "sample_weight has subnormal",
+        ),
+        (
+            [0, 1],
+            [0.1, 0.2],
             {"sample_weight": [1, np.nan]},
             ValueError,
             "sample_weight",
