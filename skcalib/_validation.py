@@ -697,6 +697,23 @@ def as_probability_columns(X):
     return X
 
 
+def check_known_labels(present, classes, *, name="y"):
+    """The classes of a fitted model, of which ``present`` must be a subset.
+
+    The model's ``predict_proba`` columns are its classes; new data may lack
+    some of them (they keep a column), but a label the model has never seen
+    has no column.
+    """
+    classes = np.asarray(classes)
+    unseen = present[~np.isin(present, classes)]
+    if unseen.shape[0]:
+        raise ValueError(
+            f"{name} contains labels the frozen estimator was not fitted on: "
+            f"{unseen.tolist()}; its classes_ are {classes.tolist()}."
+        )
+    return classes
+
+
 def check_column_labels(y, n_samples, n_columns, *, name="y"):
     """Labels of the rows of a probability matrix with ``n_columns`` columns.
 

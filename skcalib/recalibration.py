@@ -49,6 +49,7 @@ from ._meta import (
 from ._validation import (
     as_probability_columns,
     check_column_labels,
+    check_known_labels,
     check_multi_class,
     check_n_jobs,
     check_probability_matrix,
@@ -563,23 +564,6 @@ def _is_one_dimensional(calibrator):
         return False
 
 
-def _frozen_classes(estimator, present):
-    """The classes of a frozen model, of which ``y`` must use a subset.
-
-    Its ``predict_proba`` columns are the classes it was fitted on; a
-    calibration set may lack some of them (they keep a column), but a label
-    the model has never seen has no column to calibrate.
-    """
-    classes = np.asarray(getattr(estimator, "classes_", present))
-    unseen = present[~np.isin(present, classes)]
-    if unseen.shape[0]:
-        raise ValueError(
-            f"y contains labels the frozen estimator was not fitted on: "
-            f"{unseen.tolist()}; its classes_ are {classes.tolist()}."
-        )
-    return classes
-
-
 def _full_proba(estimator, X, classes):
     """``predict_proba`` with one column per class of ``classes`` (absent ones 0)."""
     return align_proba_columns(estimator.predict_proba(X), estimator.classes_, classes)
@@ -803,7 +787,11 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                 "RecalibratedClassifier needs samples of at least 2 classes in y; "
                 f"got 1 class: {present.tolist()}."
             )
-        self.classes_ = _frozen_classes(estimator, present) if frozen else present
+        self.classes_ = (
+            check_known_labels(present, getattr(estimator, "classes_", present))
+            if frozen
+            else present
+        )
         y_idx = np.searchsorted(self.classes_, y)
         if sample_weight is not None:
             sample_weight = check_sample_weight(sample_weight, y_idx.shape[0])

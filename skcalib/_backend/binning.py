@@ -11,6 +11,13 @@ def uniform_edges(n_bins):
     return np.linspace(0.0, 1.0, n_bins + 1)
 
 
+def relative_weights(w):
+    """``w / max(w)``: the same ratios, none of the overflow or underflow that
+    sums of squares of weights near 1e+-200 meet (all-zero weights unchanged)."""
+    top = float(w.max(initial=0.0))
+    return w / top if top > 0 else w
+
+
 def quantile_edges(s, w, n_bins):
     """Bin edges at the (weighted) quantiles of the scores.
 
@@ -25,7 +32,7 @@ def quantile_edges(s, w, n_bins):
     keep = w > 0
     s, w = s[keep], w[keep]
     order = np.argsort(s, kind="stable")
-    s, w = s[order], w[order] / w.max()
+    s, w = s[order], relative_weights(w[order])
     mid = np.cumsum(w) - 0.5 * w
     span = mid[-1] - mid[0]
     if not span > 0:
@@ -63,9 +70,7 @@ def bin_table(y, s, w, edges):
     sws = np.bincount(b, weights=w * s, minlength=n_bins)
     cnt = np.bincount(b, minlength=n_bins)
     keep = sw > 0
-    # The effective size is scale-free; squares of weights near 1e+-200 are not.
-    top = float(w.max(initial=0.0))
-    v = w / top if top > 0 else w
+    v = relative_weights(w)  # the effective size is scale-free, squares are not
     sv = np.bincount(b, weights=v, minlength=n_bins)[keep]
     sv2 = np.bincount(b, weights=v * v, minlength=n_bins)[keep]
     return BinTable(

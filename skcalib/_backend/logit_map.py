@@ -29,6 +29,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_expit, logsumexp, softmax
 
+from .binning import relative_weights
+
 __all__ = [
     "BANDWIDTHS",
     "LogitMap",
@@ -438,11 +440,9 @@ def _choose(candidates, losses, weights, w):
 
 def effective_size(w):
     """Kish's effective sample size ``(sum w)^2 / sum w^2``."""
-    top = float(w.max(initial=0.0))
-    if not top > 0:
-        return 0.0
-    v = w / top  # the ratio does not depend on the scale; squares of 1e300 do
-    return float(v.sum() ** 2 / float(v @ v))
+    v = relative_weights(w)
+    total_sq = float(v @ v)
+    return float(v.sum() ** 2 / total_sq) if total_sq > 0 else 0.0
 
 
 def stratified_folds(y_idx, n_folds=N_FOLDS, seed=0):
@@ -802,11 +802,10 @@ def fit_logit_map(P, y_idx, w, *, prior, eps, bandwidth="auto", base="auto"):
     keep = w > 0
     if not keep.all():  # so that they do not shift the cross-validation folds
         P, y_idx, w = P[keep], y_idx[keep], w[keep]
-    top = float(w.max())
-    if top * w.shape[0] > MAX_TOTAL_WEIGHT:
+    if float(w.max()) * w.shape[0] > MAX_TOTAL_WEIGHT:
         # Against this much weight the priors weigh nothing at double
         # precision anyway; smaller weights keep every sum finite.
-        w = (w / top) * (MAX_TOTAL_WEIGHT / w.shape[0])
+        w = relative_weights(w) * (MAX_TOTAL_WEIGHT / w.shape[0])
     if P.shape[1] == 2:
         return fit_binary_logit_map(
             binary_log_odds(P), y_idx.astype(np.float64), w, **options
