@@ -9,6 +9,7 @@ assume the invariants documented on :class:`CalibrationData`.
 from __future__ import annotations
 
 import numbers
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +90,12 @@ def _is_pandas_like(x):
     )
 
 
+def _pandas_na():
+    """``pandas.NA`` if pandas is already imported (data from it may hold it)."""
+    pd = sys.modules.get("pandas")
+    return getattr(pd, "NA", None) if pd is not None else None
+
+
 def _check_y_true(y_true):
     if y_true is None:
         raise ValueError("y_true must not be None.")
@@ -109,10 +116,14 @@ def _check_y_true(y_true):
         if not np.all(np.isfinite(y_true)):
             raise ValueError("y_true contains NaN or infinity.")
     elif y_true.dtype.kind == "O":
+        na = _pandas_na()
         if any(
-            v is None or (isinstance(v, float) and not np.isfinite(v)) for v in y_true
+            v is None
+            or (v is na and na is not None)
+            or (isinstance(v, float) and not np.isfinite(v))
+            for v in y_true
         ):
-            raise ValueError("y_true contains None or NaN.")
+            raise ValueError("y_true contains None, NA or NaN.")
     return y_true
 
 
@@ -188,8 +199,14 @@ def check_probability_matrix(P, *, name="X", n_classes=None):
     return arr
 
 
-def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
-    """Return float64 weights: finite, non-negative, positive sum; ones if None."""
+def check_sample_weight(
+    sample_weight, n_samples, *, name="sample_weight", allow_zero_sum=False
+):
+    """Return float64 weights: finite, non-negative, positive sum; ones if None.
+
+    ``allow_zero_sum=True`` accepts all-zero weights (one chunk of a stream,
+    whose other chunks may carry the weight).
+    """
     if sample_weight is None:
         return np.ones(n_samples, dtype=np.float64)
     if isinstance(sample_weight, numbers.Number):
@@ -211,7 +228,7 @@ def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
         raise ValueError(f"{name} must be non-negative; found {w.min():.6g}.")
     with np.errstate(over="ignore"):  # an infinite sum is reported below
         total = w.sum()
-    if not total > 0:
+    if not total > 0 and not (allow_zero_sum and total == 0):
         raise ValueError(f"{name} must have a positive sum; all weights are zero.")
     if not np.isfinite(total):
         raise ValueError(
@@ -328,10 +345,17 @@ def check_calibration_inputs(
                 f"{proba.shape[1]} columns."
             )
         if classes.shape[0] != proba.shape[1]:
+            source = (
+                "y_true has {} distinct labels; pass labels= with all {} class "
+                "labels in column order"
+                if labels is None
+                else "labels has {} entries; it must hold the {} class labels "
+                "in column order"
+            )
             raise ValueError(
-                f"y_proba has {proba.shape[1]} columns but y_true has "
-                f"{classes.shape[0]} distinct labels; pass labels= with all "
-                f"{proba.shape[1]} class labels in column order."
+                f"y_proba has {proba.shape[1]} columns but "
+                + source.format(classes.shape[0], proba.shape[1])
+                + "."
             )
         y_idx = (
             np.searchsorted(classes, y_true)
@@ -344,6 +368,11 @@ def check_calibration_inputs(
 
     # Binary problem.
     if classes.shape[0] > 2:
+        if labels is not None:
+            raise ValueError(
+                f"labels has {classes.shape[0]} entries but y_proba describes a "
+                "binary problem; pass the two class labels."
+            )
         raise ValueError(
             f"y_true has {classes.shape[0]} classes but y_proba describes a binary "
             "problem; pass a 2-D y_proba with one column per class."
@@ -511,13 +540,18 @@ def check_random_generator(random_state):
 MIN_SIGMA = 2.0**-16
 
 
-def check_sigma(sigma, name="sigma"):
-    """A kernel bandwidth in [``MIN_SIGMA``, 1]."""
+def check_sigma(sigma, name="sigma", *, minimum=MIN_SIGMA):
+    """A kernel bandwidth in [``minimum``, 1].
+
+    ``minimum`` is one step of the finest smoothing grid, in the units of
+    ``sigma`` (``MIN_SIGMA`` on [0, 1]); a kernel narrower than that is not
+    resolved by the grid.
+    """
     sigma = check_real(sigma, name, low=0.0, high=1.0, include_low=False)
-    if sigma < MIN_SIGMA:
+    if sigma < minimum:
         raise ValueError(
-            f"{name} must be >= 2**-16 = {MIN_SIGMA:.3g} (one step of the finest "
-            f"smoothing grid), got {sigma}."
+            f"{name} must be >= {minimum:.3g} (one step of the finest smoothing "
+            f"grid), got {sigma}."
         )
     return sigma
 

@@ -496,3 +496,45 @@ def test_tv_two_pass_bound_covers_true_ce(problem, assume):
         "tv_estimation",
         "tv_transfer",
     }
+
+
+def test_two_columns_follow_labels_order():
+    # labels=[1, 0] puts the positive class (the greater label) in column 0,
+    # as in the in-memory metrics; pos_label=None and pos_label=1 agree.
+    y, s = _problem(6000, seed=21)
+    P = np.column_stack([s, 1 - s])
+    ref = smooth_ece(y, P, labels=[1, 0])
+    assert abs(ref - smooth_ece(y, s)) < 1e-9
+    for pos_label in (None, 1):
+        acc = CalibrationAccumulator(labels=[1, 0], pos_label=pos_label)
+        for c in _chunks(6000, 3):
+            acc.partial_fit(y[c], P[c])
+        assert abs(acc.smooth_ece() - ref) < 1e-6
+
+
+def test_chunks_of_zero_weight():
+    # A chunk whose weights are all zero is a valid part of a stream; only a
+    # stream without any weight has no metric.
+    y, s = _problem(3000, seed=22)
+    w = np.r_[np.ones(2000), np.zeros(1000)]
+    acc = CalibrationAccumulator()
+    acc.partial_fit(y[:2000], s[:2000], sample_weight=w[:2000])
+    acc.partial_fit(y[2000:], s[2000:], sample_weight=w[2000:])
+    assert abs(acc.smooth_ece() - smooth_ece(y[:2000], s[:2000])) < 1e-6
+    empty = CalibrationAccumulator().partial_fit(y, s, sample_weight=np.zeros(3000))
+    with pytest.raises(ValueError, match="sample_weight must have a positive sum"):
+        empty.smooth_ece()
+
+
+def test_streaming_bound_merge_rejects_disagreeing_classes():
+    rng = np.random.default_rng(3)
+    s = rng.uniform(size=400)
+    a = StreamingCalibrationBound(method="tv", random_state=0)
+    b = StreamingCalibrationBound(method="tv", random_state=0)
+    a.partial_fit(np.full(200, 1), s[:200])  # read as labels {0, 1}
+    b.partial_fit(np.r_[np.full(100, 1), np.full(100, 2)], s[200:], start=200)
+    with pytest.raises(ValueError, match="resolved different classes"):
+        a.merge(b)
+    # A fresh object takes the classes of what it merges.
+    c = StreamingCalibrationBound(method="tv", random_state=0).merge(b)
+    assert c.classes_.tolist() == [1, 2]

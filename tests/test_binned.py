@@ -190,3 +190,17 @@ def test_quantile_bins_move_continuously_with_the_weights():
     a = binned_calibration_error(y, s, sample_weight=w, **kw)[0]
     b = binned_calibration_error(y[1:], s[1:], **kw)[0]
     assert a == pytest.approx(b, abs=1e-15)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_cbrt_bins_count_rows_of_positive_weight(strategy):
+    rng = np.random.default_rng(4)
+    p = rng.uniform(size=200)
+    y = (rng.uniform(size=200) < p).astype(int)
+    w = np.r_[np.ones(64), np.zeros(136)]
+    kw = dict(n_bins="cbrt", strategy=strategy, return_bins=True)
+    got, bins = binned_calibration_error(y, p, sample_weight=w, **kw)
+    ref, ref_bins = binned_calibration_error(y[:64], p[:64], **kw)
+    assert bins["edges"].shape[0] == 4 + 1  # ceil(64 ** (1/3)) bins
+    assert got == pytest.approx(ref)
+    np.testing.assert_allclose(bins["edges"], ref_bins["edges"])

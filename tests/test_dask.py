@@ -238,3 +238,61 @@ def test_every_n_jobs_path_under_joblib_dask_backend(client):
         with joblib.parallel_backend("dask"):
             par = call(-1)
         np.testing.assert_allclose(par, seq, rtol=1e-12, atol=0, err_msg=name)
+
+
+def test_dask_bound_classes_come_from_the_whole_sample(client):
+    # The first block holds only label 1 of labels {1, 2}: read alone it
+    # passes for the positive class of {0, 1}. The dask path must use the
+    # classes of the whole sample, as in memory.
+    from skcalib.metrics import StreamingCalibrationBound, calibration_error_bound
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    s = rng.uniform(size=n)
+    y = np.where(rng.uniform(size=n) < s, 2, 1)
+    neg = np.flatnonzero(y == 1)[:5000]
+    order = np.r_[neg, rng.permutation(np.setdiff1d(np.arange(n), neg))]
+    s, y = s[order], y[order]
+    b = calibration_error_bound(
+        da.from_array(y, chunks=5000),
+        da.from_array(s, chunks=5000),
+        method="tv",
+        random_state=0,
+    )
+    seed = int(np.random.default_rng(0).integers(0, 2**63))
+    ref = StreamingCalibrationBound(method="tv", random_state=seed)
+    ref.partial_fit(y, s).partial_validate(s)
+    assert b.upper == pytest.approx(ref.result().upper, rel=1e-10)
+    # pos_label=1 with the scores of label 1, against the stream told so.
+    flipped = calibration_error_bound(
+        da.from_array(y, chunks=5000),
+        da.from_array(1 - s, chunks=5000),
+        method="tv",
+        pos_label=1,
+        random_state=0,
+    )
+    ref = StreamingCalibrationBound(method="tv", pos_label=1, random_state=seed)
+    ref.partial_fit(y, 1 - s).partial_validate(1 - s)
+    assert flipped.upper == pytest.approx(ref.result().upper, rel=1e-10)
+
+
+def test_dask_metrics_follow_labels_order_and_zero_weight_blocks(client):
+    y, s, w = _problem(20_000, seed=5)
+    P = np.column_stack([s, 1 - s])  # labels=[1, 0]: column 0 is label 1
+    yd = da.from_array(y, chunks=5000)
+    Pd = da.from_array(P, chunks=(5000, 2))
+    for metric in (smooth_ece, binned_calibration_error):
+        ref = metric(y, P, labels=[1, 0])
+        assert abs(ref - metric(y, s)) < 1e-9
+        assert abs(metric(yd, Pd, labels=[1, 0]) - ref) < 1e-6
+    # The last block has no weight at all; "cbrt" counts positive weights.
+    w0 = w.copy()
+    w0[15_000:] = 0.0
+    wd = da.from_array(w0, chunks=5000)
+    sd = da.from_array(s, chunks=5000)
+    for n_bins in (15, "cbrt"):
+        got = binned_calibration_error(yd, sd, n_bins=n_bins, sample_weight=wd)
+        ref = binned_calibration_error(
+            y[:15_000], s[:15_000], n_bins=n_bins, sample_weight=w[:15_000]
+        )
+        assert got == pytest.approx(ref, rel=1e-9)

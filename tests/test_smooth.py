@@ -1,5 +1,7 @@
 """SmoothECE and the smooth calibration curve against independent references."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -339,5 +341,49 @@ def test_fixed_sigma_below_the_grid_step_is_rejected():
     assert smooth_ece(y, s, sigma=MIN_SIGMA) == pytest.approx(
         np.mean(np.abs(y - s)), rel=1e-3
     )
-    with pytest.raises(ValueError, match="sigma must be >= 2\\*\\*-16"):
+    with pytest.raises(ValueError, match="sigma must be >= 1.53e-05"):
         smooth_ece(y, s, sigma=1e-6)
+
+
+def test_logit_sigma_not_below_the_logit_grid_step():
+    from skcalib._backend.grid import FINE_M
+    from skcalib._backend.smece import GridGeometry
+
+    rng = np.random.default_rng(1)
+    s = rng.uniform(0.01, 0.99, size=300)
+    y = (rng.uniform(size=300) < s).astype(float)
+    step = GridGeometry("logit").length / FINE_M
+    # At one step the kernel is resolved: the value matches a direct kernel
+    # sum on a fine grid of the logit line (it was 5.3 at one step of the
+    # l1 grid, an unresolved kernel).
+    z = np.log(s / (1 - s))
+    t = np.linspace(z.min() - 0.1, z.max() + 0.1, 200_001)
+    r = np.zeros_like(t)
+    for zi, ri in zip(z, y - s, strict=True):
+        near = np.abs(t - zi) < 10 * step
+        r[near] += np.exp(-0.5 * ((t[near] - zi) / step) ** 2) * ri
+    direct = np.trapezoid(np.abs(r), t) / (step * np.sqrt(2 * np.pi) * s.shape[0])
+    value = smooth_ece(y, s, metric="logit", sigma=step)
+    assert value == pytest.approx(direct, rel=1e-2)
+    for f in (smooth_ece, smooth_calibration_curve):
+        with pytest.raises(ValueError, match="sigma must be >= 0.000666"):
+            f(y, s, metric="logit", sigma=2.0**-16)
+
+
+def test_bootstrap_never_draws_a_resample_without_weight():
+    # Zero-weight rows are no rows: the interval is that of the positive-
+    # weight rows alone, and no resample is empty (which used to give NaN
+    # and a lower end near 0).
+    rng = np.random.default_rng(2)
+    s = rng.uniform(size=60)
+    y = (rng.uniform(size=60) < s).astype(int)
+    w = np.zeros(60)
+    w[:5] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = smooth_calibration_curve(
+            y, s, sample_weight=w, n_bootstrap=100, random_state=0
+        )
+    ref = smooth_calibration_curve(y[:5], s[:5], n_bootstrap=100, random_state=0)
+    assert got.smece_ci == pytest.approx(ref.smece_ci)
+    np.testing.assert_allclose(got.y_smooth_low, ref.y_smooth_low)

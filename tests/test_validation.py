@@ -54,6 +54,21 @@ METRICS = [smooth_ece, binned_calibration_error]
         ([0, 1], [["a", "b"], ["c", "d"]], {}, ValueError, "y_proba"),
         ([[0, 1], [1, 0]], [0.1, 0.2], {}, ValueError, "y_true"),
         ([0, 3], [0.1, 0.2], {"labels": [0, 1]}, ValueError, "labels"),
+        # The message blames labels=, not y_true, when labels= is the cause.
+        (
+            [0, 1],
+            [0.1, 0.2],
+            {"labels": [0, 1, 2]},
+            ValueError,
+            "labels has 3 entries but y_proba describes a binary problem",
+        ),
+        (
+            [0, 1, 2],
+            np.eye(3),
+            {"labels": [0, 1, 2, 3]},
+            ValueError,
+            "y_proba has 3 columns but labels has 4 entries",
+        ),
     ],
 )
 def test_bad_input(metric, y_true, y_proba, kwargs, exc, match):
@@ -126,3 +141,10 @@ def test_inputs_never_modified():
     binned_calibration_error(y, p, sample_weight=w, strategy="quantile")
     np.testing.assert_array_equal(p, p0)
     np.testing.assert_array_equal(w, [1.0, 2.0, 3.0])
+
+
+def test_pandas_na_labels_are_reported_as_missing():
+    pd = pytest.importorskip("pandas")
+    y = pd.Series(["a", "b", pd.NA, "a"], dtype="string")
+    with pytest.raises(ValueError, match="y_true contains None, NA or NaN"):
+        smooth_ece(y, [0.1, 0.2, 0.3, 0.4])

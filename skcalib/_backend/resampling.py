@@ -30,14 +30,21 @@ def bootstrap_smooth_curves(
 ):
     """Percentile-bootstrap ingredients for the smooth reliability curve.
 
-    Each resample draws ``n`` rows with replacement (weights travel with their
-    rows) from its own child of ``seed`` (a ``numpy.random.SeedSequence``), so
-    the output is identical for every ``n_jobs`` and joblib backend.
+    Each resample draws ``n`` rows with replacement from the ``n`` rows of
+    positive weight (weights travel with their rows) from its own child of
+    ``seed`` (a ``numpy.random.SeedSequence``), so the output is identical
+    for every ``n_jobs`` and joblib backend.
 
     Resamples are binned on a grid twice as fine as the one the curve needs
     (exact coarsening then gives the curve grid), which is also fine enough for
     each resample's own ``sigma*`` unless it is less than half the original.
     """
+    if w is not None and not np.all(w > 0):
+        # A row of zero weight is no row of the sample: drawing it would only
+        # shrink the resamples, and a resample of zero-weight rows alone
+        # has no estimate at all.
+        keep = w > 0
+        y, s, w = y[keep], s[keep], w[keep]
     m_curve = geometry.grid_size(0.8 * sigma_curve, FINE_M)
     m_boot = min(FINE_M, 2 * m_curve)
     key, theta = cell_keys(y, geometry.to_unit(s), m_boot)

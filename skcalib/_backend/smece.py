@@ -84,6 +84,12 @@ class GridGeometry:
     def integrate(self, values, M):
         return trapezoid(values, M) * self.length
 
+    @property
+    def finest_sigma(self):
+        """One step of the finest grid, in the metric's units: the narrowest
+        kernel the grid resolves."""
+        return self.length / FINE_M
+
     def grid_size(self, sigma, fine_m):
         return grid_size(sigma / self.length, fine_m)
 

@@ -101,7 +101,8 @@ class CalibrationAccumulator:
         Positive class. ``None`` means the greater of the two labels, decided
         when the metrics are computed (chunks may hold one class only).
     labels : array-like of shape (2,), default=None
-        Both class labels. Needed when the data may hold a single class whose
+        Both class labels, in the column order of a two-column ``y_proba``
+        (default: sorted). Needed when the data may hold a single class whose
         partner cannot be inferred (labels other than 0/1/-1 and booleans), or
         when ``y_proba`` has two columns and ``pos_label`` is given before both
         classes have been seen.
@@ -122,9 +123,9 @@ class CalibrationAccumulator:
     -----
     ``y_proba`` may be 1-D (probability of the positive class) or have two
     columns in the order of the sorted labels (as ``predict_proba`` returns
-    them). Each chunk is validated like the input of the in-memory functions.
-    Chunks of at least ~1e5 samples amortise the fixed per-call cost of adding
-    the grid arrays.
+    them), or of ``labels`` when given. Each chunk is validated like the input
+    of the in-memory functions. Chunks of at least ~1e5 samples amortise the
+    fixed per-call cost of adding the grid arrays.
 
     Examples
     --------
@@ -180,6 +181,7 @@ class CalibrationAccumulator:
             self.classes_ = np.array([])
         self.moments_ = self._empty()
         self.n_samples_ = 0
+        self._total_weight = 0.0
 
     def _admit(self, classes, name="y_true"):
         """Slots of ``classes`` in the accumulator; grows and reorders ``classes_``."""
@@ -218,14 +220,18 @@ class CalibrationAccumulator:
                 f"y_proba has {proba.shape[1]} columns; CalibrationAccumulator handles "
                 "binary problems (1-D y_proba or two columns)."
             )
-        if self.pos_label is None:
-            return proba[:, 1]
+        if self.labels is None and self.pos_label is None:
+            return proba[:, 1]  # columns of sorted labels: the greater is last
         if self.classes_.shape[0] < 2:
             raise ValueError(
                 "With a 2-column y_proba and pos_label set, pass labels= to "
                 "CalibrationAccumulator so that the column of pos_label is known."
             )
-        return proba[:, _position(self.classes_, self.pos_label)]
+        # Columns follow classes_ (labels= order, as in the in-memory metrics).
+        pos = self.pos_label
+        if pos is None:
+            pos = self.classes_[np.argsort(self.classes_, kind="stable")[-1]]
+        return proba[:, _position(self.classes_, pos)]
 
     def partial_fit(self, y_true, y_proba, sample_weight=None):
         """Add a chunk of labels and predicted probabilities.
@@ -248,7 +254,11 @@ class CalibrationAccumulator:
                 f"y_true and y_proba have inconsistent numbers of samples: {n} and "
                 f"{proba.shape[0]}."
             )
-        w = None if sample_weight is None else check_sample_weight(sample_weight, n)
+        w = (
+            None
+            if sample_weight is None
+            else check_sample_weight(sample_weight, n, allow_zero_sum=True)
+        )
         self._ensure_state()
         slots = self._admit(classes)
         s = self._positive_scores(proba)
@@ -260,6 +270,7 @@ class CalibrationAccumulator:
             slot = slots[index]
         self._add(slot, s, w)
         self.n_samples_ += n
+        self._total_weight += n if w is None else float(w.sum())
         return self
 
     def merge(self, other):
@@ -299,6 +310,7 @@ class CalibrationAccumulator:
         slots = self._admit(other.classes_, name="other")
         self.moments_[:, slots] += other.moments_[:, :n_other]
         self.n_samples_ += other.n_samples_
+        self._total_weight += other._total_weight
         return self
 
     # -- results ----------------------------------------------------------
@@ -307,6 +319,10 @@ class CalibrationAccumulator:
         if not getattr(self, "n_samples_", 0):
             raise _not_fitted(
                 "This CalibrationAccumulator has no data yet; call partial_fit first."
+            )
+        if not self._total_weight > 0:
+            raise ValueError(
+                "sample_weight must have a positive sum; all weights are zero."
             )
         seen = self.classes_
         data = check_calibration_inputs(
@@ -494,7 +510,13 @@ def dask_metric(name, y_true, y_proba, *, sample_weight=None, **kwargs):
         )
         from ._binned import _n_bins
 
-        kwargs["n_bins"] = _n_bins(kwargs.get("n_bins", 15), y_proba.shape[0])
+        n = y_proba.shape[0]
+        if sample_weight is not None:
+            # "cbrt" counts the rows of positive weight, as in memory.
+            w = sample_weight if any_dask(sample_weight) else np.asarray(sample_weight)
+            nonzero = (w != 0).sum()
+            n = int(nonzero.compute() if hasattr(nonzero, "compute") else nonzero)
+        kwargs["n_bins"] = _n_bins(kwargs.get("n_bins", 15), n)
         factory = functools.partial(
             _BinAccumulator,
             n_bins=kwargs["n_bins"],
@@ -838,6 +860,20 @@ class StreamingCalibrationBound:
                 "Cannot merge: the two objects use different seeds, n_splits or "
                 "methods."
             )
+        if not hasattr(other, "classes_"):
+            pass
+        elif not hasattr(self, "classes_"):
+            self.classes_, self.pos_label_ = other.classes_, other.pos_label_
+        elif not (
+            np.array_equal(self.classes_, other.classes_)
+            and self.pos_label_ == other.pos_label_
+        ):
+            raise ValueError(
+                "Cannot merge: the two objects resolved different classes or "
+                f"positive labels ({self.classes_.tolist()}, {self.pos_label_!r}) "
+                f"vs ({other.classes_.tolist()}, {other.pos_label_!r}); pass "
+                "labels= (and pos_label=) so that every partition agrees."
+            )
         if hasattr(other, "valid_moments_"):
             if not hasattr(self, "valid_moments_"):
                 raise ValueError("Cannot merge pass-2 results into a pass-1 object.")
@@ -944,6 +980,19 @@ class StreamingCalibrationBound:
         )
 
 
+def _block_classes(y, p):
+    return check_label_chunk(y)[0]
+
+
+def _union_classes(a, b):
+    try:
+        return np.unique(np.concatenate([a, b]))
+    except TypeError:
+        raise TypeError(
+            "y_true mixes label types that cannot be compared; use one type."
+        ) from None
+
+
 def _bound_pass1(offset, y, p, *, params):
     return StreamingCalibrationBound(**params).partial_fit(y, p, start=offset)
 
@@ -986,6 +1035,12 @@ def dask_calibration_error_bound(
             f"method='tv'; got method={method!r}, lipschitz={lipschitz!r}."
         )
     seed = int(check_random_generator(random_state).integers(0, 2**63))
+    # The classes of the whole sample, as in memory: a block holding one
+    # class alone cannot tell which one it is.
+    classes = map_reduce_blocks(_block_classes, _union_classes, (y_true, y_proba))
+    data = check_calibration_inputs(
+        classes, np.zeros(classes.shape[0]), pos_label=pos_label, require_binary=True
+    )
     params = dict(
         method=method,
         perturbation_scale=perturbation_scale,
@@ -993,7 +1048,8 @@ def dask_calibration_error_bound(
         assume=assume,
         delta=delta,
         n_splits=n_splits,
-        pos_label=pos_label,
+        pos_label=data.pos_label,
+        labels=data.classes,
         random_state=seed,
     )
     # Check the parameters before any work on the cluster.

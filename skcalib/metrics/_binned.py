@@ -70,7 +70,8 @@ def binned_calibration_error(
     y_true : array-like of shape (n_samples,)
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
     n_bins : int or "cbrt", default=15
-        Number of bins; ``"cbrt"`` uses ``ceil(n_samples ** (1/3))``.
+        Number of bins; ``"cbrt"`` uses ``ceil(n ** (1/3))`` with ``n`` the
+        number of samples of positive weight.
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width bins on [0, 1], or bins holding equal (weighted) mass
         (edges at the score quantiles, numpy's linear interpolation, with
@@ -128,7 +129,7 @@ def binned_calibration_error(
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
-    n_bins = _n_bins(n_bins, data.n_samples)
+    n_bins = _n_bins(n_bins, int(np.count_nonzero(data.weight)))
     values, tables = [], []
     for y, s, w in binary_tasks(data, multi_class):
         if strategy == "uniform":

@@ -25,14 +25,18 @@ __all__ = ["smooth_ece", "smooth_calibration_curve", "SmoothCalibrationCurve"]
 _METRICS = ("l1", "logit")
 
 
-def _prepare(y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric):
+def _prepare(
+    y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric, sigma
+):
     check_multi_class(multi_class, ("top-label", "classwise"))
     check_multi_class(metric, _METRICS, name="metric")
+    geometry = _sm.GridGeometry(metric)
+    if sigma is not None:
+        sigma = check_sigma(sigma, minimum=geometry.finest_sigma)
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
-    geometry = _sm.GridGeometry(metric)
-    return data, binary_tasks(data, multi_class), geometry
+    return data, binary_tasks(data, multi_class), geometry, sigma
 
 
 def smooth_ece(
@@ -71,8 +75,11 @@ def smooth_ece(
         Predicted probability of the positive class, or of each class (columns
         in the order of the sorted labels, as ``predict_proba`` returns them,
         or of ``labels`` when given).
-    sigma : float in [2**-16, 1], default=None
-        Fixed kernel bandwidth. ``None`` uses the self-consistent ``sigma*``.
+    sigma : float in (0, 1], default=None
+        Fixed kernel bandwidth (in logit units for ``metric="logit"``).
+        ``None`` uses the self-consistent ``sigma*``. It must be at least one
+        step of the finest smoothing grid: ``2**-16`` for ``"l1"``, about
+        ``6.7e-4`` for ``"logit"``.
     metric : {"l1", "logit"}, default="l1"
         ``"l1"`` smooths the scores on [0, 1]; ``"logit"`` smooths
         ``logit(s)`` (scores clipped to [1e-6, 1 - 1e-6]) with an ordinary
@@ -125,10 +132,8 @@ def smooth_ece(
     """
     if any_dask(y_true, y_proba, sample_weight):
         return dask_metric("smooth_ece", **locals())
-    if sigma is not None:
-        sigma = check_sigma(sigma)
-    data, tasks, geometry = _prepare(
-        y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric
+    data, tasks, geometry, sigma = _prepare(
+        y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric, sigma
     )
     values, sigmas = [], []
     for y, s, w in tasks:
@@ -271,8 +276,6 @@ def smooth_calibration_curve(
     """
     if any_dask(y_true, y_proba, sample_weight):
         return dask_metric("smooth_calibration_curve", **locals())
-    if sigma is not None:
-        sigma = check_sigma(sigma)
     n_bootstrap = check_int(
         n_bootstrap, "n_bootstrap", min_val=0, max_val=MAX_BOOTSTRAP
     )
@@ -284,8 +287,8 @@ def smooth_calibration_curve(
         include_low=False,
         include_high=False,
     )
-    data, tasks, geometry = _prepare(
-        y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric
+    data, tasks, geometry, sigma = _prepare(
+        y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric, sigma
     )
     seeds = check_seed_sequence(random_state).spawn(len(tasks))
     check_n_jobs(n_jobs)
