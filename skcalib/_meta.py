@@ -76,6 +76,8 @@ def copy_fitted_attributes(owner, fitted):
     for attr in ("n_features_in_", "feature_names_in_"):
         if hasattr(fitted, attr):
             setattr(owner, attr, getattr(fitted, attr))
+        elif attr in vars(owner):  # left by an earlier fit on other data
+            delattr(owner, attr)
 
 
 def align_proba_columns(proba, est_classes, classes):

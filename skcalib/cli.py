@@ -205,29 +205,59 @@ def _as_float_column(values, name):
                 float(v)
             except ValueError:
                 raise InputError(
-                    f"column {name!r} must hold numbers; row {i + 1} is {v!r}."
+                    f"column {name!r} must hold numbers; data row {i + 1} holds "
+                    f"{str(v)!r}."
                 ) from None
         raise  # pragma: no cover
 
 
-def _common_affix_stripped(names):
-    """Column names with a shared prefix such as ``proba_`` or ``p_`` removed."""
+_NAME_SEPARATORS = "_-.: "
+
+
+def _whole_token_prefix(names):
+    """The longest common prefix of ``names`` that ends with a separator."""
     prefix = os.path.commonprefix(list(names))
-    if len(names) < 2 or not prefix:
-        return list(names)
-    return [n[len(prefix) :] for n in names]
+    cut = max(prefix.rfind(c) for c in _NAME_SEPARATORS)
+    return prefix[: cut + 1]
+
+
+def _common_affix_stripped(names):
+    """Column names without a shared prefix or suffix such as ``p_`` or ``_proba``.
+
+    Only whole tokens (up to a separator ``_ - . :`` or space) are removed:
+    ``p_cat, p_car`` give ``cat, car``, not ``t, r``.
+    """
+    names = list(names)
+    if len(names) < 2:
+        return names
+    prefix = _whole_token_prefix(names)
+    suffix = _whole_token_prefix([n[len(prefix) :][::-1] for n in names])[::-1]
+    stripped = [n[len(prefix) : len(n) - len(suffix)] for n in names]
+    return stripped if all(stripped) else names
 
 
 def _labels_from_columns(proba_names, label_strings):
     """Class labels in column order when column names spell the labels.
 
-    Returns ``None`` when the names do not match the labels; the columns are
+    Returns ``None`` when the names are not about the labels; the columns are
     then taken to follow the sorted labels, as ``estimator.classes_`` does.
+    Names that spell some labels but not all of them are an error: guessing
+    the order would silently swap columns.
     """
     present = set(label_strings)
-    for names in (list(proba_names), _common_affix_stripped(proba_names)):
+    candidates = (list(proba_names), _common_affix_stripped(proba_names))
+    for names in candidates:
         if len(set(names)) == len(names) and present <= set(names):
             return names
+    for names in candidates:
+        named = present & set(names)
+        if named:
+            raise InputError(
+                f"the probability columns {list(proba_names)} name the classes "
+                f"{sorted(named)} but not {sorted(present - set(names))}; name "
+                "each column after its class, or pass --y-proba with the "
+                "columns in sorted-label order."
+            )
     return None
 
 
@@ -299,7 +329,8 @@ def read_predictions(
             _pick(table, c, (), "probabilities", "--y-proba") for c in y_proba
         ]
     else:
-        rest = [n for n in table if n not in (label_col, weight_col, "classes")]
+        npz_classes = "classes" if suffix == ".npz" else None
+        rest = [n for n in table if n not in (label_col, weight_col, npz_classes)]
         lowered = {n.lower(): n for n in rest}
         named = [lowered[c] for c in _PROBA_CANDIDATES if c in lowered]
         proba_cols = named[:1] if named else rest
@@ -315,6 +346,13 @@ def read_predictions(
     if raw_labels.ndim != 1:
         raise InputError(f"the label column {label_col!r} must be 1-D.")
     labels_are_text = raw_labels.dtype.kind in "US"
+    if labels_are_text:
+        empty = np.flatnonzero(np.char.strip(raw_labels.astype(str)) == "")
+        if empty.size:
+            raise InputError(
+                f"the label column {label_col!r} has an empty cell in data row "
+                f"{empty[0] + 1}."
+            )
     y = _parse_labels(raw_labels) if labels_are_text else raw_labels
 
     blocks = []
@@ -340,7 +378,12 @@ def read_predictions(
         names = _labels_from_columns(proba_cols, label_strings.tolist())
         if names is not None:
             class_names = _convert_like(names, y)
-    if proba.ndim == 2 and "classes" in table and "classes" not in proba_cols:
+    if (
+        proba.ndim == 2
+        and suffix == ".npz"
+        and "classes" in table
+        and "classes" not in (label_col, *proba_cols)
+    ):
         # An .npz may store ``estimator.classes_``: the label of each column.
         class_names = np.asarray(table["classes"]).reshape(-1)
         if class_names.shape[0] != proba.shape[1]:
@@ -504,8 +547,11 @@ def compute_report(
 
     Parameters
     ----------
-    y_true, y_proba, sample_weight, pos_label, labels
+    y_true, y_proba, pos_label, labels
         As for the metric functions of :mod:`skcalib.metrics`.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Relative weights: they are rescaled to mean 1, so that every number
+        is the same for weights ``w`` and ``c * w``.
     n_bootstrap : int, default=200
         Bootstrap resamples for the smECE confidence interval (0: none).
     confidence_level : float, default=0.95
@@ -558,8 +604,10 @@ def compute_report(
     # sees the same classes and positive label.
     y_c, p_c = data.y, data.proba
     class_idx = np.array([0.0, 1.0]) if binary else np.arange(n_classes)
-    w = data.weight
     weighted = sample_weight is not None
+    # Weights are relative: ECE-KDE reads weights as frequencies (its
+    # leave-one-out removes one copy), so their scale would change it.
+    w = data.weight * (data.n_samples / data.weight.sum()) if weighted else None
     kw_w = {"sample_weight": w} if weighted else {}
 
     if bound is not None and weighted:
@@ -941,7 +989,11 @@ def build_parser():
             "(default: y_proba/proba/score, else every other column)"
         ),
     )
-    rep.add_argument("--sample-weight", metavar="COL", help="optional weight column")
+    rep.add_argument(
+        "--sample-weight",
+        metavar="COL",
+        help="optional weight column (relative weights: rescaled to mean 1)",
+    )
     rep.add_argument(
         "--pos-label",
         metavar="LABEL",

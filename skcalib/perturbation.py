@@ -220,6 +220,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         )
 
         if frozen:
+            check_is_fitted(estimator)
             self.estimator_ = estimator
         else:
             X, y = indexable(X, y)
@@ -561,6 +562,14 @@ def select_perturbation_scale(
     )
     base_scores = np.array([f[0] for f in folds], dtype=np.float64)
     scores = np.array([f[2] for f in folds], dtype=np.float64).T
+    if not (np.isfinite(base_scores).all() and np.isfinite(scores).all()):
+        # Otherwise every scale would fail the tolerance and the smallest
+        # would be recommended, for no reason the result would show.
+        raise ValueError(
+            f"scoring={scoring!r} gave a non-finite score on some fold (e.g. "
+            "AUROC on a test fold holding one class); use folds that hold "
+            "every class, or another scoring."
+        )
     loss = base_scores.mean() - scores.mean(axis=1)
     ok = np.flatnonzero(loss <= tolerance)
     recommended = float(scales[ok[-1]] if ok.size else scales[0])

@@ -22,12 +22,13 @@ from sklearn.base import (
     clone,
 )
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import check_cv, cross_val_predict
+from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, column_or_1d, get_tags, indexable
 from sklearn.utils.metadata_routing import MethodMapping
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_method_params,
+    _num_samples,
     check_is_fitted,
     has_fit_parameter,
     validate_data,
@@ -632,12 +633,38 @@ class _CalibratedPair:
         )
 
 
+def _fold_proba(estimator, X, y, train, test, classes, fit_params):
+    """Fit ``estimator`` on ``train``; its probabilities of ``test``."""
+    params_train = _check_method_params(X, params=fit_params, indices=train)
+    estimator.fit(_safe_indexing(X, train), _safe_indexing(y, train), **params_train)
+    return _full_proba(estimator, _safe_indexing(X, test), classes)
+
+
+def _cross_fitted_proba(estimator, X, y, splits, classes, fit_params, n_jobs):
+    """Out-of-fold probabilities of every sample (the test folds must partition
+    the samples)."""
+    n = _num_samples(X)
+    tests = [test for _, test in splits]
+    seen = np.bincount(np.concatenate(tests), minlength=n) if tests else np.zeros(n)
+    if not np.all(seen == 1):
+        raise ValueError(
+            "ensemble=False needs a cv whose test folds partition the samples "
+            "(each sample in exactly one test fold)."
+        )
+    parts = Parallel(n_jobs=n_jobs)(
+        delayed(_fold_proba)(clone(estimator), X, y, train, test, classes, fit_params)
+        for train, test in splits
+    )
+    P = np.empty((n, classes.shape[0]))
+    for test, part in zip(tests, parts, strict=True):
+        P[test] = part
+    return P
+
+
 def _fit_pair(
     estimator, calibrator, X, y, y_idx, train, test, classes, sample_weight, fit_params
 ):
-    params_train = _check_method_params(X, params=fit_params, indices=train)
-    estimator.fit(_safe_indexing(X, train), _safe_indexing(y, train), **params_train)
-    P = _full_proba(estimator, _safe_indexing(X, test), classes)
+    P = _fold_proba(estimator, X, y, train, test, classes, fit_params)
     sw = None if sample_weight is None else sample_weight[test]
     return _CalibratedPair(
         estimator, _fit_calibrator(calibrator, P, y_idx[test], sw), classes
@@ -680,8 +707,9 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     ensemble : bool or "auto", default="auto"
         ``True``: one (classifier, calibrator) pair per fold, each calibrator
         fitted on its fold's test part; predictions are their average.
-        ``False``: the calibrator is fitted on the out-of-fold predictions of
-        :func:`~sklearn.model_selection.cross_val_predict` and applied to one
+        ``False``: the calibrator is fitted on the out-of-fold predictions
+        (as :func:`~sklearn.model_selection.cross_val_predict` makes them;
+        the test folds must partition the samples) and applied to one
         classifier refitted on all the data. ``"auto"`` is ``True`` unless the
         estimator is a ``FrozenEstimator``.
     n_jobs : int, default=None
@@ -841,17 +869,19 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                     for train, test in cv.split(X, y, **split_params)
                 )
             else:
-                est = clone(estimator)
-                P = cross_val_predict(
-                    est,
+                # Fitted here rather than by cross_val_predict, which would
+                # route the already routed parameters again and drop those
+                # of the splitter (groups).
+                P = _cross_fitted_proba(
+                    estimator,
                     X,
                     y,
-                    cv=cv,
-                    method="predict_proba",
-                    n_jobs=self.n_jobs,
-                    params=est_params,
+                    list(cv.split(X, y, **split_params)),
+                    self.classes_,
+                    est_params,
+                    self.n_jobs,
                 )
-                est.fit(X, y, **est_params)
+                est = clone(estimator).fit(X, y, **est_params)
                 self.calibrated_classifiers_ = [
                     _CalibratedPair(
                         est,

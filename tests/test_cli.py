@@ -658,3 +658,72 @@ def test_bad_option_values_exit_2(args):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "error:" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "names, labels",
+    [
+        (["p_cat", "p_car"], ["cat", "car"]),  # shared "p_ca": not a token
+        (["cat_proba", "car_proba"], ["cat", "car"]),
+        (["p_12", "p_10", "p_11"], ["12", "10", "11"]),
+    ],
+)
+def test_columns_named_after_classes_sharing_leading_characters(
+    tmp_path, names, labels
+):
+    from skcalib.cli import read_predictions
+
+    rng = np.random.default_rng(5)
+    k = len(names)
+    P = rng.dirichlet(np.ones(k), size=300)
+    y_idx = np.array([rng.choice(k, p=row) for row in P])
+    rows = [[labels[i], *row] for i, row in zip(y_idx, P, strict=True)]
+    f = write_csv(tmp_path / "n.csv", ["label", *names], rows)
+    y, proba, _, info = read_predictions(f)
+    order = np.argsort(labels)  # columns come back in sorted-label order
+    assert [str(c) for c in info["labels"]] == sorted(labels)
+    np.testing.assert_allclose(proba, P[:, order])
+    assert [str(v) for v in y] == [labels[i] for i in y_idx]
+
+
+def test_columns_naming_some_classes_only_are_an_error(tmp_path):
+    from skcalib.cli import InputError, read_predictions
+
+    rows = [["cat", 0.7, 0.3], ["car", 0.2, 0.8]]
+    f = write_csv(tmp_path / "p.csv", ["label", "p_cat", "p_dog"], rows)
+    with pytest.raises(InputError, match=r"name the classes \['cat'\] but not"):
+        read_predictions(f)
+
+
+def test_csv_label_column_named_classes(tmp_path):
+    from skcalib.cli import read_predictions
+
+    rows = [["a", 0.7, 0.3], ["b", 0.2, 0.8], ["a", 0.6, 0.4]]
+    f = write_csv(tmp_path / "c.csv", ["classes", "p_b", "p_a"], rows)
+    y, proba, _, info = read_predictions(f, y_true="classes")
+    assert info["labels"] == ["a", "b"]
+    np.testing.assert_allclose(proba, [[0.3, 0.7], [0.8, 0.2], [0.4, 0.6]])
+
+
+def test_csv_empty_label_cell_and_non_numeric_cell_messages(tmp_path):
+    from skcalib.cli import InputError, read_predictions
+
+    f = tmp_path / "e.csv"
+    f.write_text("label,p\n1,0.2\n,0.3\n")
+    with pytest.raises(InputError, match="empty cell in data row 2"):
+        read_predictions(f)
+    f.write_text("label,p\n1,0.2\n0,abc\n")
+    with pytest.raises(InputError, match="data row 2 holds 'abc'"):
+        read_predictions(f)
+
+
+def test_report_is_free_of_the_weights_scale():
+    from skcalib.cli import compute_report
+
+    y, p = binary_sample(n=500, seed=6)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=500)
+    kw = dict(n_bootstrap=0, kde_max_samples=500)
+    base = compute_report(y, p, sample_weight=w, **kw)[0]["metrics"]
+    scaled = compute_report(y, p, sample_weight=10 * w, **kw)[0]["metrics"]
+    for name, value in base.items():
+        assert scaled[name]["value"] == pytest.approx(value["value"], rel=1e-9), name

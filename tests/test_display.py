@@ -229,6 +229,9 @@ def test_from_cv_results_one_curve_per_fold():
         SmoothReliabilityDisplay.from_cv_results(cv, X[:-1], y[:-1])
     with pytest.raises(ValueError, match="sample_weight"):
         SmoothReliabilityDisplay.from_cv_results(cv, X, y, sample_weight=np.ones(10))
+    for X_bad in (X[:500], np.r_[X, X]):
+        with pytest.raises(ValueError, match="X and y have inconsistent numbers"):
+            SmoothReliabilityDisplay.from_cv_results(cv, X_bad, y)
 
 
 def test_from_cv_results_fold_model_that_missed_a_class():
@@ -468,6 +471,35 @@ def test_bound_display_bad_arguments():
         CalibrationBoundDisplay.from_sample_sizes(y, s, sample_sizes=[np.nan, 100])
     with pytest.raises(ValueError, match="terms are needed"):
         CalibrationBoundDisplay(methods=["tv"], upper=[0.2], estimate=[0.1]).plot()
+    terms = [{"validation_error": 0.1}]
+    with pytest.raises(ValueError, match="upper has 1 entries but there are 2"):
+        CalibrationBoundDisplay(
+            methods=["tv", "nw"], upper=[0.2], estimate=[0.1, 0.1], terms=terms * 2
+        ).plot()
+    with pytest.raises(ValueError, match="one value per sample size"):
+        CalibrationBoundDisplay(
+            methods=["tv"], upper=[[0.2]], estimate=[[0.1]], sample_sizes=[10, 20]
+        ).plot()
+
+
+def test_binned_quantile_bars_of_tied_scores_stay_visible():
+    # 30 % of the scores are exactly 1: their quantile bin has no width.
+    rng = np.random.default_rng(0)
+    p = np.r_[rng.uniform(size=700), np.ones(300)]
+    y = (rng.uniform(size=1000) < p).astype(int)
+    disp = BinnedReliabilityDisplay.from_predictions(
+        y, p, n_bins=10, strategy="quantile"
+    )
+    widths = np.array([b.get_width() for b in disp.bars_])
+    assert widths.min() >= 0.01
+    heavy = disp.bars_[int(np.argmax(disp.bin_weight))]
+    assert heavy.get_x() <= 1.0 <= heavy.get_x() + heavy.get_width() + 1e-12
+    # Bins of positive width keep their edges.
+    edges = np.asarray(disp.bin_edges)
+    idx = np.asarray(disp.bin_index)
+    wide = edges[idx + 1] - edges[idx] >= 0.01
+    np.testing.assert_allclose(widths[wide], (edges[idx + 1] - edges[idx])[wide])
+    plt.close(disp.figure_)
 
 
 def test_bound_display_sample_sizes():

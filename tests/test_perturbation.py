@@ -189,6 +189,19 @@ def test_multiclass_perturbs_top_label_confidence(n_classes):
     assert_allclose(rest[kept], expected, rtol=1e-9, atol=1e-15)
 
 
+def test_multiclass_rows_with_subnormal_runner_up_mass_stay_finite():
+    # The other classes hold 1e-320 in all: their proportions are lost to
+    # rounding, so they share the remaining mass evenly (as a one-hot row),
+    # instead of overflowing to inf and NaN.
+    P = np.tile([1.0, 1e-320, 0.0], (50, 1))
+    clf = PerturbedClassifier(_frozen(ProbaColumns(), P), scale=2**-4, random_state=0)
+    Q = clf.fit(P, np.arange(50) % 3).predict_proba(P)
+    assert np.isfinite(Q).all()
+    assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
+    assert_array_equal(Q.argmax(axis=1), 0)
+    assert_allclose(Q[:, 1], Q[:, 2])
+
+
 def test_noise_independent_of_labels_and_features():
     # Two rows with the same base score get independent draws; the draw only
     # depends on the base score (and the seed), never on other features.
@@ -847,3 +860,23 @@ def test_perturbed_datasets_problem_kernel_and_coverage(problem):
         uppers.append(bound.upper)
     assert np.mean(covered) >= 0.8
     assert np.median(uppers) < ce + 0.2
+
+
+def test_unfitted_frozen_estimator_raises_not_fitted():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        PerturbedClassifier(FrozenEstimator(GaussianNB())).fit(
+            np.zeros((4, 1)), [0, 1, 0, 1]
+        )
+
+
+def test_select_scale_rejects_non_finite_fold_scores():
+    from sklearn.model_selection import KFold
+
+    X, y = make_classification(n_samples=300, random_state=0)
+    order = np.argsort(y, kind="stable")  # unshuffled folds of one class
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="non-finite"):
+        select_perturbation_scale(
+            LogisticRegression(), X[order], y[order], cv=KFold(3), random_state=0
+        )

@@ -796,6 +796,39 @@ def test_sample_weight_routing():
     np.testing.assert_allclose(pair.calibrators[0].transform(P), ref.transform(P))
 
 
+def test_ensemble_false_routes_groups_and_aliased_parameters():
+    import sklearn
+    from sklearn.model_selection import GroupKFold, ShuffleSplit
+
+    X, y = _data(600)
+    groups = np.arange(600) % 6
+    w = np.random.default_rng(1).uniform(0.5, 2, 600)
+    cv = GroupKFold(3)
+    with sklearn.config_context(enable_metadata_routing=True):
+        # groups reach the splitter, and a weight requested under an alias
+        # reaches every fit (the folds' and the final one) under its name.
+        probe = _WeightProbe().set_fit_request(sample_weight="my_w")
+        clf = RecalibratedClassifier(probe, cv=cv, ensemble=False).fit(
+            X, y, groups=groups, my_w=w
+        )
+        np.testing.assert_array_equal(
+            clf.calibrated_classifiers_[0].estimator.seen_weight_, w
+        )
+    P = np.empty((600, 2))
+    for train, test in cv.split(X, y, groups):
+        fold = _WeightProbe().fit(X[train], y[train], sample_weight=w[train])
+        P[test] = fold.predict_proba(X[test])
+    ref = KernelRecalibrator().fit(P, y)
+    base = _WeightProbe().fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(
+        clf.predict_proba(X[:50]), ref.transform(base.predict_proba(X[:50]))
+    )
+    with pytest.raises(ValueError, match="partition the samples"):
+        RecalibratedClassifier(GaussianNB(), cv=ShuffleSplit(3), ensemble=False).fit(
+            X, y
+        )
+
+
 def test_pipeline_clone_and_grid_search_nested_params():
     X, y = _data(600, 3)
     model = RecalibratedClassifier(
@@ -869,3 +902,21 @@ def test_meta_estimator_errors():
         RecalibratedClassifier().fit(X, np.zeros(100))
     with pytest.raises(NotFittedError):
         RecalibratedClassifier().predict(X)
+
+
+def test_refit_on_plain_arrays_forgets_feature_names():
+    pd = pytest.importorskip("pandas")
+    from skcalib import PerturbedClassifier
+
+    X, y = _data(300)
+    frame = pd.DataFrame(X).add_prefix("f")
+    for clf in (
+        RecalibratedClassifier(GaussianNB()),
+        PerturbedClassifier(GaussianNB()),
+    ):
+        clf.fit(frame, y)
+        assert list(clf.feature_names_in_[:2]) == ["f0", "f1"]
+        # As the refitted base model: no names, the new number of features.
+        clf.fit(X[:, :3], y)
+        assert not hasattr(clf, "feature_names_in_")
+        assert clf.n_features_in_ == 3

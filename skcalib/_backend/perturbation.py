@@ -94,11 +94,14 @@ def perturb_proba(proba, scale, rng, *, overwrite_input=False, noise=None):
     rest_mass = rest.sum(axis=1)
     left = 1.0 - new_conf
     even = left / (n_classes - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(rest_mass > 0.0, left / rest_mass, 0.0)
-    out = rest * ratio[:, None]
     # A one-hot base row has no proportions to keep: split the mass evenly.
-    empty = rest_mass <= 0.0
+    # So does a row whose other classes hold a subnormal total, whose
+    # proportions are lost to rounding (and whose ratio left / rest_mass
+    # would overflow).
+    empty = rest_mass < np.finfo(np.float64).tiny
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = rest / np.where(empty, 1.0, rest_mass)[:, None]
+    out = shares * left[:, None]
     out[empty] = even[empty, None]
     out[empty, top[empty]] = 0.0
     # If a runner-up would reach the new confidence, mix towards the even split

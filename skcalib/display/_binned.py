@@ -10,6 +10,9 @@ from ._plotting import ReliabilityDisplayBase, merge_style
 
 __all__ = ["BinnedReliabilityDisplay"]
 
+# Narrowest bar drawn, in score units.
+MIN_BAR_WIDTH = 0.01
+
 _NORM_NAMES = {"l1": "ECE", "l2": "RMSCE", "max": "MCE"}
 
 
@@ -210,6 +213,15 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         idx = np.asarray(r["bin_index"], dtype=int)
         weight = np.asarray(r["bin_weight"], dtype=float)
         left, width = edges[idx], edges[idx + 1] - edges[idx]
+        # Quantile bins of tied scores have (nearly) no width: such a bar is
+        # drawn at least MIN_BAR_WIDTH wide, centred on the bin's mean score,
+        # so that a heavy bin (say every score exactly 1) stays visible.
+        narrow = width < MIN_BAR_WIDTH
+        if np.any(narrow):
+            centre = np.asarray(r["mean_score"], dtype=float)[narrow]
+            left = left.copy()
+            left[narrow] = np.clip(centre - MIN_BAR_WIDTH / 2, 0.0, 1 - MIN_BAR_WIDTH)
+            width = np.where(narrow, MIN_BAR_WIDTH, width)
         share = weight / weight.sum() if weight.size else weight
         (line,) = ax.plot(
             r["mean_score"],

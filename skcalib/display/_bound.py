@@ -185,6 +185,7 @@ class CalibrationBoundDisplay:
                 "terms are needed to plot the bounds of one dataset (without "
                 "sample_sizes); use from_predictions to compute them."
             )
+        self._check_lengths()
         ax = axes_or_new(ax)
         self.ax_, self.figure_ = ax, ax.figure
         self.bars_ = self.line_ = None
@@ -199,6 +200,26 @@ class CalibrationBoundDisplay:
             hide_spines(ax)
         ax.legend(loc="best", fontsize="small")
         return self
+
+    def _check_lengths(self):
+        """One entry per method in every per-method field (and per size)."""
+        n = len(self.methods)
+        fields = {"upper": self.upper, "estimate": self.estimate}
+        if self.sample_sizes is None:
+            fields["terms"] = self.terms
+        for field, value in fields.items():
+            if len(value) != n:
+                raise ValueError(
+                    f"{field} has {len(value)} entries but there are {n} methods."
+                )
+        if self.sample_sizes is not None:
+            m = len(self.sample_sizes)
+            for field, value in fields.items():
+                if any(np.shape(v) != (m,) for v in value):
+                    raise ValueError(
+                        f"every entry of {field} must hold one value per sample "
+                        f"size ({m})."
+                    )
 
     def _reference_lines(self, ax, x, ece):
         kw = {"color": "0.35", "linestyle": "--", "linewidth": 1.2}

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._meta import align_proba_columns
 from .._validation import check_calibration_inputs, check_sample_weight
@@ -254,6 +254,10 @@ def cv_folds(cv_results, X, y, sample_weight):
             "'indices')."
         )
     n = len(y)
+    if _num_samples(X) != n:
+        raise ValueError(
+            f"X and y have inconsistent numbers of samples: {_num_samples(X)} and {n}."
+        )
     if sample_weight is not None:
         sample_weight = check_sample_weight(sample_weight, n)
     indices = cv_results["indices"]
