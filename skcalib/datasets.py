@@ -63,12 +63,25 @@ def _check_problem(problem):
     return problem
 
 
+# Smallest perturbation scale: the quadrature resolves the kernel on panels
+# no wider than h, so their number (and the memory) grows as 1 / h.
+MIN_PERTURBATION_SCALE = 2.0**-16
+
+
 def _check_scale(perturbation_scale):
     if perturbation_scale is None:
         return None
-    return check_real(
+    h = check_real(
         perturbation_scale, "perturbation_scale", low=0.0, high=1.0, include_low=False
     )
+    if h < MIN_PERTURBATION_SCALE:
+        raise ValueError(
+            f"perturbation_scale must be >= 2**-16 = {MIN_PERTURBATION_SCALE:.3g} "
+            f"(the exact quantities need panels no wider than it), got {h}; "
+            "below it the perturbed problem differs from the unperturbed one "
+            "(perturbation_scale=None) by about the scale itself."
+        )
+    return h
 
 
 def _panels(width):
@@ -176,9 +189,9 @@ def calibration_function(s, *, problem="u2", perturbation_scale=None):
     problem : str, default="u2"
         One of :data:`PROBLEMS`.
     perturbation_scale : float, default=None
-        Scale ``h`` of the sech perturbation; ``None`` for the original scores.
-        With a perturbation, ``η`` is interpolated linearly from a grid fine
-        enough for an error below about 1e-5.
+        Scale ``h`` in [2**-16, 1] of the sech perturbation; ``None`` for the
+        original scores. With a perturbation, ``η`` is interpolated linearly
+        from a grid fine enough for an error below about 1e-5.
 
     Returns
     -------
@@ -193,6 +206,8 @@ def calibration_function(s, *, problem="u2", perturbation_scale=None):
     _check_problem(problem)
     h = _check_scale(perturbation_scale)
     s = np.asarray(s, dtype=np.float64)
+    if not np.all((s >= 0.0) & (s <= 1.0)):  # also catches NaN
+        raise ValueError("s must hold scores in [0, 1] (no NaN).")
     if h is None:
         return np.asarray(_ETA[problem](s), dtype=np.float64)
     return _perturbed_values(s, problem, h)[1]
@@ -208,8 +223,8 @@ def score_density(s, *, problem="u2", perturbation_scale=None):
     problem : str, default="u2"
         One of :data:`PROBLEMS`.
     perturbation_scale : float, default=None
-        Scale ``h`` of the sech perturbation; ``None`` for the original
-        (uniform) scores.
+        Scale ``h`` in [2**-16, 1] of the sech perturbation; ``None`` for the
+        original (uniform) scores.
 
     Returns
     -------
@@ -225,6 +240,8 @@ def score_density(s, *, problem="u2", perturbation_scale=None):
     _check_problem(problem)
     h = _check_scale(perturbation_scale)
     s = np.asarray(s, dtype=np.float64)
+    if np.isnan(s).any():
+        raise ValueError("s must not contain NaN.")
     if h is None:
         return np.where((s >= 0) & (s <= 1), 1.0, 0.0)
     return np.where((s >= 0) & (s <= 1), _perturbed_values(s, problem, h)[0], 0.0)
@@ -241,8 +258,8 @@ def true_calibration_error(problem="u2", *, perturbation_scale=None):
     problem : str, default="u2"
         One of :data:`PROBLEMS`.
     perturbation_scale : float, default=None
-        Scale ``h`` of the sech perturbation; ``None`` for the original
-        scores.
+        Scale ``h`` in [2**-16, 1] of the sech perturbation; ``None`` for the
+        original scores.
 
     Returns
     -------
@@ -291,6 +308,7 @@ def make_calibration_problem(
     n_samples : int
     problem : str, default="u2"
     perturbation_scale : float, default=None
+        Scale ``h`` in [2**-16, 1] of the sech perturbation, or ``None``.
     random_state : int, Generator, RandomState or None, default=None
 
     Returns

@@ -607,7 +607,7 @@ def select_perturbation_scale(
             pooled(k),
             labels=classes,
             method=bound_method,
-            perturbation_scale=scale,
+            perturbation_scale=scale if bound_method != "tv" else None,
             delta=delta,
             random_state=bound_seed,
         )

@@ -62,6 +62,8 @@ from ._validation import (
 __all__ = ["KernelRecalibrator", "RecalibratedClassifier"]
 
 _METHODS = ("auto", "logit", "grid", "classwise", "canonical")
+# Fitted attributes that only some methods set.
+_METHOD_ATTRIBUTES = ("base_", "maps_", "calibration_points_")
 _BASES = ("auto", "temperature", "platt", "sigmoid")
 _GRID_BANDWIDTHS = ("auto", "smece")
 _DIRICHLET_BANDWIDTHS = ("auto", "mle", "risk")
@@ -168,8 +170,9 @@ default="auto"
         Fitted maps: the logit map, or the grid maps (one, or one per class
         for ``"classwise"``); not for the canonical method.
     calibration_points_ : tuple of ndarray
-        ``(P, y_index, sample_weight)`` of the calibration data, which the
-        Dirichlet smoother needs at transform time; canonical method only.
+        ``(P, y_index, sample_weight)`` of the calibration rows of positive
+        weight, which the Dirichlet smoother needs at transform time;
+        canonical method only.
     bandwidth_scores_ : dict, ndarray, list of ndarray or None
         Criterion at each candidate when one was selected: for the logit
         map ``{(base, bandwidth): cross-validated log-loss}``; otherwise the
@@ -213,8 +216,11 @@ default="auto"
     empirical distribution function of ``u`` (narrow where the scores are
     dense, wide in the tails). Nodes sit at up to 129 weighted quantiles of
     ``u``, the samples are binned onto them linearly, and ``alpha`` is
-    interpolated between nodes (constant beyond the extreme ones, where the
-    parametric part extrapolates). The bandwidth ``0`` stands for the
+    interpolated between nodes (constant beyond the extreme ones). Beyond
+    the most extreme calibration score a binary map is held constant (more
+    confidence there costs little when right and much when wrong), while a
+    multiclass map follows its parametric base, which keeps the order of the
+    classes in a row. The bandwidth ``0`` stands for the
     monotone step map instead: the node frequencies pooled by adjacent
     violators (isotonic regression), each block shrunk by ``pseudo_count``
     observations labelled with its base probability; calibration functions
@@ -413,6 +419,8 @@ default="auto"
         pseudo_count = check_real(self.pseudo_count, "pseudo_count", low=0.0)
         check_n_jobs(self.n_jobs)
         prior = pseudo_count / w.sum()
+        for attr in _METHOD_ATTRIBUTES:  # left by a fit with another method
+            self.__dict__.pop(attr, None)
         self.classes_ = classes
         method = self._resolve_method(K)
         bandwidth = self._check_bandwidth(method)
@@ -441,7 +449,10 @@ default="auto"
         scores = [sc for _, sc, _ in fits]
         sig = np.array([m.sigma for m in self.maps_])
         self.bandwidth_ = float(sig[0]) if binary else sig
-        self.bandwidth_scores_ = scores[0] if binary else scores
+        if binary:
+            self.bandwidth_scores_ = scores[0]
+        else:  # None at a fixed bandwidth, as for the other methods
+            self.bandwidth_scores_ = None if scores[0] is None else scores
 
     def _fit_logit(self, P, y_idx, w, bandwidth, base, eps, pseudo_count):
         # The logit map's pseudo-observations are in the units of the weights.
@@ -468,6 +479,9 @@ default="auto"
         return _rc.fit_grid_map(stats, sigma, prior), scores, stats
 
     def _fit_canonical(self, P, y_idx, w, bandwidth, eps, prior):
+        keep = w > 0
+        if not keep.all():  # a row of zero weight is no row: not a neighbour
+            P, y_idx, w = P[keep], y_idx[keep], w[keep]
         self.bandwidth_scores_ = None
         self._prior = prior
         if bandwidth == "auto":
@@ -514,7 +528,9 @@ default="auto"
         Returns
         -------
         X_new : ndarray of shape (n_samples, n_features_in_)
-            Recalibrated probabilities in ``[eps, 1 - eps]``; with ``K >= 2``
+            Recalibrated probabilities, clipped to ``[eps, 1 - eps]`` (with
+            more than two classes the rows are renormalised after clipping,
+            so an entry can end slightly below ``eps``); with ``K >= 2``
             columns the rows sum to one, with one column it is the positive
             class.
         """

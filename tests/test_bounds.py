@@ -342,6 +342,23 @@ def test_inputs_not_modified(data):
             "assume",
         ),
         (dict(method="tv", assume="monotone", variation=2.0), ValueError, "variation"),
+        # Parameters of another method are mistakes, not silently ignored.
+        (dict(method="tv", lipschitz=5.0), ValueError, "lipschitz is not used"),
+        (
+            dict(method="tv", perturbation_scale=H),
+            ValueError,
+            "perturbation_scale is not used",
+        ),
+        (
+            dict(method="lipschitz", lipschitz=2.0, variation=0.5),
+            ValueError,
+            "variation is not used",
+        ),
+        (
+            dict(method="nw", perturbation_scale=H, variation=0.5),
+            ValueError,
+            "variation is not used",
+        ),
         (dict(n_splits=1), ValueError, "n_splits"),
         (dict(n_splits=2.5), TypeError, "n_splits"),
         (dict(random_state="seed"), TypeError, "random_state"),

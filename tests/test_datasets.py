@@ -136,3 +136,14 @@ def test_bad_inputs():
         make_calibration_problem(0)
     with pytest.raises(ValueError, match="problem"):
         true_calibration_error("x")
+    # Below 2**-16 the quadrature would need millions of panels (8 GiB at
+    # 1e-8); the error says what to use instead.
+    with pytest.raises(ValueError, match="perturbation_scale must be >= 2"):
+        make_calibration_problem(10, perturbation_scale=1e-8)
+    # Scores outside [0, 1] or NaN have no calibration function value.
+    for bad in ([1.5], [np.nan]):
+        for h in (None, 0.1):
+            with pytest.raises(ValueError, match="s must hold scores"):
+                calibration_function(bad, perturbation_scale=h)
+    with pytest.raises(ValueError, match="NaN"):
+        score_density([np.nan])

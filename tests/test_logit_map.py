@@ -156,6 +156,26 @@ def test_multiclass_temperature_is_the_map_estimate():
     np.testing.assert_allclose(Q, softmax(beta * L[:40], axis=1), rtol=1e-6)
 
 
+def test_multiclass_map_beyond_the_calibration_range_keeps_the_class_order():
+    # Calibration rows near the centre of the simplex; new rows far more
+    # confident than any of them. Temperature scaling is softmax(beta L)
+    # everywhere, and a corrected map keeps the confident class on top and
+    # a class of probability 0 below one of 0.08 (clipping each class to
+    # its own range, then renormalising, gave [0.65, 0.17, 0.18] for both).
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet([20.0, 20.0, 20.0], 3000)
+    y = np.array([rng.choice(3, p=p) for p in P])
+    X = np.array([[0.98, 0.01, 0.01], [0.9194, 0.0806, 0.0]])
+    rc = KernelRecalibrator(base="temperature", bandwidth=np.inf, eps=1e-15)
+    Q = rc.fit(P, y).transform(X)
+    beta = brute_temperature(np.log(P + FLOOR), y)
+    np.testing.assert_allclose(Q, softmax(beta * np.log(X + FLOOR), axis=1), rtol=1e-6)
+    for h in (0.25, 2**-4):
+        Q = KernelRecalibrator(bandwidth=h).fit(P, y).transform(X)
+        assert Q[0, 0] > 0.9 and Q[1, 0] > 0.9
+        assert Q[1, 1] > 10 * Q[1, 2]
+
+
 @pytest.mark.parametrize("base", ["platt", "sigmoid"])
 def test_multiclass_one_vs_rest_bases_are_binary_fits_renormalised_and_tempered(base):
     rng = np.random.default_rng(3)
@@ -249,6 +269,17 @@ def test_extreme_and_degenerate_scores():
         # intercept give its frequency on both sides of it.
         q = const.transform([0.01, 0.2, 0.3, 0.4, 0.99])[:, 0]
         np.testing.assert_allclose(q, 0.2, atol=0.002)
+    # Calibrated constant scores (a prior-only model) stay where they are,
+    # also for temperature scaling, whose MAP slope is then exactly 1 and the
+    # default choice; it used to give 0.46 for 0.4.
+    y4 = np.r_[np.ones(80), np.zeros(120)]
+    for base in ["auto", "temperature", "platt", "sigmoid"]:
+        rc = KernelRecalibrator(base=base, eps=1e-15).fit(np.full(200, 0.4), y4)
+        assert rc.transform([0.4])[0, 0] == pytest.approx(0.4, abs=1e-4)
+    P = np.tile([0.5, 0.3, 0.2], (300, 1))
+    y3 = np.repeat([0, 1, 2], [150, 90, 60])
+    rc = KernelRecalibrator(base="temperature", bandwidth=np.inf).fit(P, y3)
+    np.testing.assert_allclose(rc.transform(P[:1]), P[:1], atol=1e-6)
 
 
 def test_fit_is_deterministic_and_does_not_modify_input():

@@ -391,6 +391,12 @@ def test_a_single_calibration_sample_gives_finite_scores_and_the_smoothest_map(
     assert rc.bandwidth_ == pytest.approx(max(grid))
     Q = rc.transform([[0.9, 0.1], [0.3, 0.7]])
     assert np.all(np.isfinite(Q))
+    # Other rows of zero weight change nothing (they crashed the canonical
+    # leave-one-out, which counted them as neighbours).
+    padded = KernelRecalibrator(method=method).fit(
+        [[0.3, 0.7], [0.8, 0.2], [0.1, 0.9]], [1, 0, 1], sample_weight=[1, 0, 0]
+    )
+    np.testing.assert_allclose(padded.transform([[0.9, 0.1], [0.3, 0.7]]), Q)
 
 
 def test_output_layout_and_clipping():
@@ -920,3 +926,19 @@ def test_refit_on_plain_arrays_forgets_feature_names():
         clf.fit(X[:, :3], y)
         assert not hasattr(clf, "feature_names_in_")
         assert clf.n_features_in_ == 3
+
+
+def test_refit_with_another_method_leaves_no_attribute_of_the_first():
+    y, s, _ = _binary(400, seed=3)
+    P = np.column_stack([1 - s, s])
+    rc = KernelRecalibrator(method="logit").fit(P, y)
+    assert hasattr(rc, "base_") and hasattr(rc, "maps_")
+    rc.set_params(method="canonical", bandwidth=0.1).fit(P, y)
+    assert not hasattr(rc, "base_") and not hasattr(rc, "maps_")
+    rc.set_params(method="grid").fit(P, y)
+    assert not hasattr(rc, "calibration_points_") and not hasattr(rc, "base_")
+    # A fixed classwise bandwidth selects nothing: no scores, as elsewhere.
+    y3 = np.arange(300) % 3
+    P3 = np.random.default_rng(0).dirichlet(np.ones(3), 300)
+    rc = KernelRecalibrator(method="classwise", bandwidth=0.1).fit(P3, y3)
+    assert rc.bandwidth_scores_ is None

@@ -13,8 +13,10 @@ candidates. Multiclass maps apply the same correction to each class's
 log-odds after temperature scaling, then renormalise the rows.
 
 Working in log-odds keeps the resolution where confident models put their
-scores (a probability-space kernel cannot tell 0.999 from 0.99999), and the
-parametric part extrapolates beyond the calibration data.
+scores (a probability-space kernel cannot tell 0.999 from 0.99999). Beyond
+the calibration data the correction is constant; a binary map is constant
+there too, a multiclass map follows its parametric base (see
+:class:`LogitMap`).
 
 All kernel sums run over ``m <= MAX_NODES`` nodes at quantiles of the data,
 onto which the samples are binned linearly (weights and first moments kept
@@ -100,6 +102,10 @@ def class_log_odds(L):
 # ---------------------------------------------------------------------------
 
 
+# Half-width (relative) of the two nodes standing for a single distinct value.
+_SINGLE_NODE_HALF_WIDTH = 1e-6
+
+
 def make_nodes(u, w, max_nodes=MAX_NODES):
     """Increasing nodes at weighted quantiles of ``u``, taken at data values.
 
@@ -124,8 +130,12 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
     nodes = nodes[np.r_[True, ~close]]
     if nodes.shape[0] == 1:
         # One distinct value: an interval centred on it, whose ends share its
-        # mass equally, so that the map is the same on both sides of it.
-        nodes = np.array([nodes[0] - 0.5, nodes[0] + 0.5])
+        # mass equally, so that the map is the same on both sides of it; a
+        # narrow one, so that a base without intercept is fitted at the value
+        # itself (at +-0.5 temperature scaling could not reproduce even
+        # calibrated scores).
+        half = _SINGLE_NODE_HALF_WIDTH * (1.0 + abs(nodes[0]))
+        nodes = np.array([nodes[0] - half, nodes[0] + half])
     return nodes
 
 
@@ -370,21 +380,27 @@ def fit_monotone(u, stats, prior):
 class LogitMap:
     """``u -> expit(u + alpha(u))`` with ``alpha`` interpolated between nodes.
 
-    Beyond the extreme nodes ``alpha`` is constant: the parametric part
-    carries the map.
+    Beyond the extreme nodes ``alpha`` is constant. With ``clip`` (binary
+    maps) the map itself is constant there: no extrapolation beyond the
+    most extreme calibration score, where being more confident costs little
+    when right and much when wrong. Without it (multiclass maps) the
+    parametric base carries the map beyond them: each class clipped to its
+    own range and the row renormalised would reorder the classes of a row
+    more confident than any calibration row.
     """
 
     nodes: np.ndarray
     alpha: np.ndarray
     bandwidth: float
+    clip: bool = True
 
     def log_odds(self, u):
-        # No extrapolation beyond the most extreme calibration score: being
-        # more confident there costs little when right and much when wrong.
-        u = np.clip(u, self.nodes[0], self.nodes[-1])
+        inside = np.clip(u, self.nodes[0], self.nodes[-1])
+        if self.clip:
+            u = inside
         if not np.any(self.alpha):
             return u
-        return u + np.interp(u, self.nodes, self.alpha)
+        return u + np.interp(inside, self.nodes, self.alpha)
 
 
 def _node_log_loss(log_odds, stats, eps):
@@ -712,7 +728,8 @@ class _ClassStatistics:
             for nodes, stats, a0 in zip(self.nodes, self.stats, init, strict=True)
         ]
         corrections = tuple(
-            LogitMap(nodes, a, h) for nodes, a in zip(self.nodes, alphas, strict=True)
+            LogitMap(nodes, a, h, clip=False)
+            for nodes, a in zip(self.nodes, alphas, strict=True)
         )
         return MulticlassLogitFit(self.base, self.coef, corrections), alphas
 

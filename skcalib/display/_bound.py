@@ -73,7 +73,7 @@ class CalibrationBoundDisplay:
         Upper bound of each method (per sample size for the size view).
     estimate : list of float or list of ndarray
         Point estimate of each method.
-    terms : list of dict
+    terms : list of dict, default=None
         Additive terms of each bound (single-dataset view).
     sample_sizes : ndarray, default=None
         Sample sizes of the size view (``None`` for the single-dataset view).

@@ -838,6 +838,12 @@ class StreamingCalibrationBound:
         """Add another partition's state (both in pass 1, or both in pass 2
         with surrogates built from the same merged pass-1 state).
 
+        Parameters
+        ----------
+        other : StreamingCalibrationBound
+            Built with the same parameters and seed, on another part of the
+            stream (``start=`` giving its positions); left unchanged.
+
         Returns
         -------
         self

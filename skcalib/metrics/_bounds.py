@@ -240,6 +240,18 @@ def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
             "assume must be None or 'monotone' (with method='tv'); "
             f"got assume={assume!r} with method={method!r}."
         )
+    # A parameter the chosen method does not use is a mistake about the method.
+    unused = {
+        "nw": {"lipschitz": lipschitz is not None, "variation": variation != 1.0},
+        "lipschitz": {"variation": variation != 1.0},
+        "tv": {
+            "lipschitz": lipschitz is not None,
+            "perturbation_scale": perturbation_scale is not None,
+        },
+    }[method]
+    for name, given in unused.items():
+        if given:
+            raise ValueError(f"{name} is not used by method={method!r}.")
     scale = None
     if perturbation_scale is not None:
         scale = check_real(
@@ -250,11 +262,6 @@ def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
             raise ValueError(
                 "method='nw' needs perturbation_scale, the scale h of the sech "
                 "perturbation that produced the scores."
-            )
-        if lipschitz is not None:
-            raise ValueError(
-                "lipschitz is not used by method='nw' (the constants follow from "
-                "perturbation_scale)."
             )
         return {"scale": scale}
     if method == "lipschitz":
@@ -335,7 +342,8 @@ def calibration_error_bound(
     lipschitz : float, default=None
         Lipschitz constant of ``η`` for ``method="lipschitz"``.
     variation : float, default=1.0
-        Bound on the total variation of ``η`` for ``method="tv"``.
+        Bound on the total variation of ``η`` for ``method="tv"`` (other
+        methods need the default).
     assume : {None, "monotone"}, default=None
         With ``method="tv"``, ``"monotone"`` fits isotonic regression instead
         of total-variation denoising (same guarantee, for non-decreasing
@@ -361,6 +369,13 @@ def calibration_error_bound(
     ``min(15000, max(5000, 0.05 n))`` points. Tuning parameters (the NW window,
     the TV penalty) depend on the training part only. The labels of the
     held-out part are not used: ``E|η̂(s) - s|`` only needs its scores.
+    A parameter that the chosen method does not use raises a ``ValueError``.
+
+    Dask arrays are bounded with the two passes of
+    :class:`StreamingCalibrationBound` (methods ``"nw"`` and ``"tv"`` only).
+    Its folds follow a hash of each sample's position rather than a random
+    permutation, so the numbers differ slightly from the in-memory call's,
+    with the same guarantee.
 
     References
     ----------
@@ -382,7 +397,10 @@ def calibration_error_bound(
     True
     """
     if any_dask(y_true, y_proba):
+        if method != "lipschitz":  # which the dask path rejects by name
+            _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
         return dask_calibration_error_bound(**locals())
+    kwargs = _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
     data = check_calibration_inputs(
         y_true, y_proba, pos_label=pos_label, require_binary=True
     )
@@ -391,7 +409,6 @@ def calibration_error_bound(
         delta, "delta", low=0.0, high=1.0, include_low=False, include_high=False
     )
     n_splits = check_int(n_splits, "n_splits", min_val=2)
-    kwargs = _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
     n = s.shape[0]
     if n < 2 * n_splits:
         raise ValueError(

@@ -166,7 +166,9 @@ class SmoothCalibrationCurve:
     y_smooth_low, y_smooth_high : ndarray or None
         Percentile bootstrap band of ``y_smooth`` (at the same ``sigma``).
     smece_ci : tuple of float or None
-        Percentile bootstrap confidence interval of ``smece``.
+        Percentile bootstrap confidence interval of ``smece``. SmoothECE is
+        biased upwards, resamples (with repeated rows) more so, and the
+        interval of a nearly calibrated model can lie above ``smece``.
     n_bootstrap, confidence_level : int, float
     label : object or None
         The class of a one-vs-rest curve (``multi_class="classwise"``).
@@ -269,7 +271,7 @@ def smooth_calibration_curve(
     >>> y = rng.uniform(size=5000) < p ** 2
     >>> curve = smooth_calibration_curve(y, p, n_bootstrap=50, random_state=0)
     >>> lo, hi = curve.smece_ci
-    >>> bool(lo <= curve.smece <= hi)
+    >>> bool(0 <= lo <= hi <= 1)
     True
     >>> bool(np.all(curve.y_smooth_low <= curve.y_smooth_high))
     True
