@@ -402,13 +402,14 @@ despine
             Classifier (or pipeline) with ``predict_proba``.
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-        name : str, default=None
-            Legend name; ``None`` uses the estimator's class name.
+        n_bins, strategy, norm, multi_class, sample_weight
+            As in :meth:`from_predictions`.
         pos_label : int, float, bool or str, default=None
             Positive class of a binary problem; ``None`` is
             ``estimator.classes_[1]``.
-        n_bins, strategy, norm, multi_class, sample_weight, ax, curve_kwargs, \
-ref_line, ref_line_kw, bar_kwargs, density_panel, despine
+        name : str, default=None
+            Legend name; ``None`` uses the estimator's class name.
+        ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, despine
             As in :meth:`from_predictions`.
 
         Returns
@@ -462,9 +463,10 @@ ref_line, ref_line_kw, bar_kwargs, density_panel, despine
             ``return_estimator=True`` and ``return_indices=True``.
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        n_bins, strategy, norm, multi_class, sample_weight, pos_label
+            As in :meth:`from_estimator`.
         name : str or list of str, default=None
-        n_bins, strategy, norm, multi_class, sample_weight, pos_label, ax, \
-curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, despine
+        ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, despine
             As in :meth:`from_estimator`.
 
         Returns

@@ -362,12 +362,14 @@ class CalibrationBoundDisplay:
             Bounds to draw (``"tv"``, ``"nw"``, ``"lipschitz"``); ``None``
             means TV always, plus NW and Lipschitz when their constants are
             given.
-        delta, n_splits, pos_label, random_state, n_jobs
+        delta
             As in :func:`skcalib.metrics.calibration_error_bound`.
         n_bins : int, default=15
             Bins of the binned ECE drawn for comparison.
         true_ce : float, default=None
             The true calibration error, when known.
+        pos_label, n_splits, random_state, n_jobs
+            As in :func:`skcalib.metrics.calibration_error_bound`.
         name, ax, bar_kwargs, despine
             As in :meth:`plot`.
 
@@ -436,10 +438,12 @@ class CalibrationBoundDisplay:
             Subset sizes; ``None`` means 6 sizes from ``min(1000, n)`` to ``n``,
             evenly spaced on a log scale.
         perturbation_scale, lipschitz, methods, delta, n_bins, true_ce, \
-pos_label, n_splits, random_state, n_jobs, name, ax, despine
+pos_label, n_splits, random_state, n_jobs, name, ax
             As in :meth:`from_predictions`.
         line_kwargs : dict, default=None
             Keywords for the bound lines.
+        despine
+            As in :meth:`from_predictions`.
 
         Returns
         -------

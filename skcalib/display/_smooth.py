@@ -439,14 +439,17 @@ density_panel, despine
             Classifier (or pipeline) with ``predict_proba``.
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-        name : str, default=None
-            Legend name; ``None`` uses the estimator's class name.
+        sigma, metric, multi_class, n_bootstrap, confidence_level, sample_weight
+            As in :meth:`from_predictions`.
         pos_label : int, float, bool or str, default=None
             Positive class of a binary problem; ``None`` is
             ``estimator.classes_[1]``.
-        sigma, metric, multi_class, n_bootstrap, confidence_level, \
-sample_weight, random_state, n_jobs, ax, curve_kwargs, ref_line, \
-ref_line_kw, density_width, density_panel, despine
+        random_state, n_jobs
+            As in :meth:`from_predictions`.
+        name : str, default=None
+            Legend name; ``None`` uses the estimator's class name.
+        ax, curve_kwargs, ref_line, ref_line_kw, density_width, density_panel, \
+despine
             As in :meth:`from_predictions`.
 
         Returns
@@ -506,11 +509,13 @@ ref_line_kw, density_width, density_panel, despine
         X : array-like of shape (n_samples, n_features)
             The data given to ``cross_validate``.
         y : array-like of shape (n_samples,)
+        sigma, metric, multi_class, n_bootstrap, confidence_level, \
+sample_weight, pos_label, random_state, n_jobs
+            As in :meth:`from_estimator`.
         name : str or list of str, default=None
             Legend name(s), with the conventions of :meth:`plot`.
-        sigma, metric, multi_class, n_bootstrap, confidence_level, \
-sample_weight, pos_label, random_state, n_jobs, ax, curve_kwargs, ref_line, \
-ref_line_kw, density_width, density_panel, despine
+        ax, curve_kwargs, ref_line, ref_line_kw, density_width, density_panel, \
+despine
             As in :meth:`from_estimator`. A single ``curve_kwargs`` dict gives
             the folds one legend entry with the mean and standard deviation
             of the SmoothECE.

@@ -235,13 +235,15 @@ def smooth_calibration_curve(
 
     Parameters
     ----------
-    y_true, y_proba, sigma, metric, sample_weight, pos_label, labels
+    y_true, y_proba, sigma, metric
         As in :func:`smooth_ece`.
     multi_class : {"top-label", "classwise"}, default="top-label"
         For multiclass input, ``"classwise"`` returns one curve per class.
     n_bootstrap : int, default=0
         Number of bootstrap resamples (0: no band).
     confidence_level : float in (0, 1), default=0.95
+    sample_weight, pos_label, labels
+        As in :func:`smooth_ece`.
     random_state : int, Generator, RandomState or None, default=None
         Seeds the resampling. The result does not depend on ``n_jobs``.
     n_jobs : int, default=None
