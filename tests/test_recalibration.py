@@ -397,6 +397,10 @@ def test_a_single_calibration_sample_gives_finite_scores_and_the_smoothest_map(
         [[0.3, 0.7], [0.8, 0.2], [0.1, 0.9]], [1, 0, 1], sample_weight=[1, 0, 0]
     )
     np.testing.assert_allclose(padded.transform([[0.9, 0.1], [0.3, 0.7]]), Q)
+    if method == "canonical":  # the density selectors agree, without warnings
+        for bandwidth in ("mle", "risk"):
+            rc = KernelRecalibrator(method=method, bandwidth=bandwidth)
+            assert rc.fit([[0.3, 0.7]], [1]).bandwidth_ == pytest.approx(max(grid))
 
 
 def test_output_layout_and_clipping():

@@ -121,8 +121,14 @@ def select_dirichlet_bandwidth(
                 scores[g] = -np.dot(w_rows, (v - target[sl]) ** 2)
         return scores
 
-    scores = np.sum(map_chunks(work, m, chunk_size, n_jobs), axis=0)
-    best = int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
+    if m < 2:
+        # No neighbour to leave in: every bandwidth scores the same, and the
+        # tie goes to the smoothest.
+        scores = np.zeros(len(grid))
+        best = int(np.argmax(grid))
+    else:
+        scores = np.sum(map_chunks(work, m, chunk_size, n_jobs), axis=0)
+        best = int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
     bandwidth = float(grid[best])
     at_edge = best in (0, len(grid) - 1)
     if at_edge and warn:
