@@ -537,6 +537,24 @@ def check_random_generator(random_state):
 
 # One cell of the finest grid the Gaussian smoothers use (1 / grid.FINE_M,
 # kept in step by a test): a narrower kernel is not resolved by it.
+# Smallest perturbation scale of a certified bound: its constants 1/(2h) and
+# 3/(2h^2) must stay finite (h^2 underflows below about 1e-154).
+MIN_BOUND_SCALE = 1e-100
+# Largest stream position (positions are hashed as 64-bit integers).
+MAX_STREAM_POSITION = 2**62
+
+
+def check_bound_scale(perturbation_scale, name="perturbation_scale"):
+    """The sech perturbation scale ``h`` of a certified bound."""
+    h = check_real(perturbation_scale, name, low=0.0, include_low=False)
+    if h < MIN_BOUND_SCALE:
+        raise ValueError(
+            f"{name} must be >= {MIN_BOUND_SCALE:g} (the bound's smoothness "
+            f"constants grow as 1/h^2), got {h}."
+        )
+    return h
+
+
 MIN_SIGMA = 2.0**-16
 
 

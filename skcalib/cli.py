@@ -391,6 +391,11 @@ def read_predictions(
                 f"'classes' has {class_names.shape[0]} labels but there are "
                 f"{proba.shape[1]} probability columns."
             )
+        if class_names.dtype.kind in "US" and labels_are_text:
+            # Text labels were parsed (e.g. "1" -> 1); parse the names alike.
+            converted = _convert_like(class_names.tolist(), y)
+            if converted is not None:
+                class_names = converted
     if class_names is not None:
         # Columns in sorted-label order, as ``predict_proba`` returns them, so
         # that the default positive class is the greater label.
@@ -550,8 +555,9 @@ def compute_report(
     y_true, y_proba, pos_label, labels
         As for the metric functions of :mod:`skcalib.metrics`.
     sample_weight : array-like of shape (n_samples,), default=None
-        Relative weights: they are rescaled to mean 1, so that every number
-        is the same for weights ``w`` and ``c * w``.
+        Relative weights: they are divided by their maximum, so that every
+        number is the same for weights ``w`` and ``c * w`` and each sample
+        leaves ECE-KDE's leave-one-out whole.
     n_bootstrap : int, default=200
         Bootstrap resamples for the smECE confidence interval (0: none).
     confidence_level : float, default=0.95
@@ -592,6 +598,7 @@ def compute_report(
     from sklearn.metrics import brier_score_loss, log_loss
 
     from . import metrics
+    from ._backend.binning import relative_weights
     from ._validation import binary_tasks, check_calibration_inputs
 
     progress = progress or _Progress(False)
@@ -605,9 +612,10 @@ def compute_report(
     y_c, p_c = data.y, data.proba
     class_idx = np.array([0.0, 1.0]) if binary else np.arange(n_classes)
     weighted = sample_weight is not None
-    # Weights are relative: ECE-KDE reads weights as frequencies (its
-    # leave-one-out removes one copy), so their scale would change it.
-    w = data.weight * (data.n_samples / data.weight.sum()) if weighted else None
+    # Weights are relative, scaled so that the largest is 1: ECE-KDE reads
+    # weights as frequencies, and its leave-one-out removes one copy, so a
+    # weight above 1 would keep part of a sample among its own neighbours.
+    w = relative_weights(data.weight) if weighted else None
     kw_w = {"sample_weight": w} if weighted else {}
 
     if bound is not None and weighted:
@@ -992,7 +1000,7 @@ def build_parser():
     rep.add_argument(
         "--sample-weight",
         metavar="COL",
-        help="optional weight column (relative weights: rescaled to mean 1)",
+        help="optional weight column (relative weights: divided by their maximum)",
     )
     rep.add_argument(
         "--pos-label",

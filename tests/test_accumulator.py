@@ -418,6 +418,21 @@ def test_two_pass_errors():
         StreamingCalibrationBound(perturbation_scale=0.1).partial_fit(
             [0, 1, 2], [0.1, 0.2, 0.3]
         )
+    # Checked before use, with the argument named (numpy used to complain
+    # first, or a division by an underflowed h**2).
+    nw = dict(perturbation_scale=0.1)
+    with pytest.raises(TypeError, match="n_splits must be an integer"):
+        StreamingCalibrationBound(**nw, n_splits=2.0).partial_fit([0, 1], [0.2, 0.8])
+    with pytest.raises(ValueError, match="n_splits must be >= 2"):
+        StreamingCalibrationBound(**nw, n_splits=-1).partial_fit([0, 1], [0.2, 0.8])
+    with pytest.raises(ValueError, match="perturbation_scale must be >= 1e-100"):
+        StreamingCalibrationBound(perturbation_scale=1e-300).partial_fit(
+            [0, 1], [0.2, 0.8]
+        )
+    with pytest.raises(ValueError, match="start must be <="):
+        StreamingCalibrationBound(method="tv").partial_fit(
+            [0, 1], [0.2, 0.8], start=2**64
+        )
 
 
 def test_tv_kept_subset_is_data_independent_bottom_k():

@@ -328,6 +328,11 @@ def test_inputs_not_modified(data):
         (dict(method="nw"), ValueError, "perturbation_scale"),
         (dict(method="nw", perturbation_scale=0.0), ValueError, "perturbation_scale"),
         (
+            dict(method="nw", perturbation_scale=1e-300),
+            ValueError,
+            "perturbation_scale must be >= 1e-100",
+        ),
+        (
             dict(method="nw", perturbation_scale=H, lipschitz=2.0),
             ValueError,
             "lipschitz",

@@ -727,3 +727,29 @@ def test_report_is_free_of_the_weights_scale():
     scaled = compute_report(y, p, sample_weight=10 * w, **kw)[0]["metrics"]
     for name, value in base.items():
         assert scaled[name]["value"] == pytest.approx(value["value"], rel=1e-9), name
+    # Weights rescaled to mean 1 put some above 1, and ECE-KDE's
+    # leave-one-out then kept part of those samples among their own
+    # neighbours: 0.96 against 0.07 unweighted on this 3-class sample.
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), 800)
+    y3 = np.array([rng.choice(3, p=row) for row in P])
+    w3 = rng.uniform(0.0, 1.0, 800)
+    kw = dict(n_bootstrap=0)
+    plain = compute_report(y3, P, **kw)[0]["metrics"]["ece_kde"]["value"]
+    weighted = compute_report(y3, P, sample_weight=w3, **kw)[0]["metrics"]
+    assert weighted["ece_kde"]["value"] < 2 * plain
+
+
+def test_npz_text_classes_with_numeric_text_labels(tmp_path):
+    from skcalib.cli import read_predictions
+
+    f = tmp_path / "c.npz"
+    np.savez(
+        f,
+        y_true=np.array(["1", "2"] * 50),
+        y_proba=np.tile([[0.6, 0.4]], (100, 1)),
+        classes=np.array(["2", "1"]),  # column 0 is class 2
+    )
+    y, proba, _, info = read_predictions(f)
+    assert info["labels"] == [1, 2] and y.tolist()[:2] == [1, 2]
+    np.testing.assert_allclose(proba[0], [0.4, 0.6])

@@ -137,3 +137,27 @@ def test_sample_weight_with_metadata_routing(binary_data):
             y[test], res["estimator"][k].predict_proba(X[test])[:, 1]
         )
         assert res["test_score"][k] != pytest.approx(unweighted)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["neg_smooth_ece", "neg_calibration_error_bound", "neg_expected_calibration_error"],
+)
+def test_weights_without_a_score_request_are_an_error(binary_data, name):
+    # As for sklearn's own scorers: weights routed to the fit but not
+    # requested by the scorer must not be dropped silently.
+    from sklearn.exceptions import UnsetMetadataPassedError
+
+    X, y = binary_data
+    w = np.ones(len(y))
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = LogisticRegression().set_fit_request(sample_weight=True)
+        with pytest.raises(UnsetMetadataPassedError, match="sample_weight"):
+            cross_validate(
+                est,
+                X,
+                y,
+                cv=3,
+                scoring={"a": get_scorer(name)},
+                params={"sample_weight": w},
+            )

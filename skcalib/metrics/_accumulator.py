@@ -46,7 +46,9 @@ from .._backend.distributed import (
 from .._backend.grid import FINE_M
 from .._backend.tv import fit_tv_surrogate, step_extension
 from .._validation import (
+    MAX_STREAM_POSITION,
     check_binned_options,
+    check_bound_scale,
     check_calibration_inputs,
     check_int,
     check_label_chunk,
@@ -662,16 +664,12 @@ class StreamingCalibrationBound:
         from .._validation import check_random_generator, check_real
 
         check_multi_class(self.method, _STREAM_METHODS, name="method")
+        self.n_splits_ = check_int(self.n_splits, "n_splits", min_val=2)
         if self.method == "nw":
             if self.perturbation_scale is None:
                 raise ValueError("method='nw' needs perturbation_scale.")
-            self.scale_ = check_real(
-                self.perturbation_scale,
-                "perturbation_scale",
-                low=0.0,
-                include_low=False,
-            )
-            self.sums_ = np.zeros((4, self.n_splits, FINE_M), dtype=np.float64)
+            self.scale_ = check_bound_scale(self.perturbation_scale)
+            self.sums_ = np.zeros((4, self.n_splits_, FINE_M), dtype=np.float64)
         else:
             if self.assume not in (None, "monotone"):
                 raise ValueError(
@@ -692,7 +690,6 @@ class StreamingCalibrationBound:
             include_low=False,
             include_high=False,
         )
-        self.n_splits_ = check_int(self.n_splits, "n_splits", min_val=2)
         rng = check_random_generator(self.random_state)
         self.seed_ = int(rng.integers(0, 2**63))
         self.n_samples_ = 0
@@ -743,7 +740,9 @@ class StreamingCalibrationBound:
         self.classes_, self.pos_label_ = data.classes, data.pos_label
         n = data.n_samples
         start = (
-            self.n_samples_ if start is None else check_int(start, "start", min_val=0)
+            self.n_samples_
+            if start is None
+            else check_int(start, "start", min_val=0, max_val=MAX_STREAM_POSITION)
         )
         fold = stream_folds(start, n, self.seed_, self.n_splits_)
         if self.method == "nw":
@@ -815,7 +814,9 @@ class StreamingCalibrationBound:
             proba = proba[:, _position(self.classes_, self.pos_label_)]
         n = proba.shape[0]
         start = (
-            self.n_validated_ if start is None else check_int(start, "start", min_val=0)
+            self.n_validated_
+            if start is None
+            else check_int(start, "start", min_val=0, max_val=MAX_STREAM_POSITION)
         )
         fold = stream_folds(start, n, self.seed_, self.n_splits_)
         if self.method == "nw":

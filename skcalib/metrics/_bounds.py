@@ -21,6 +21,7 @@ from .._backend.window import (
     window_prefix_sums,
 )
 from .._validation import (
+    check_bound_scale,
     check_calibration_inputs,
     check_int,
     check_n_jobs,
@@ -254,9 +255,7 @@ def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
             raise ValueError(f"{name} is not used by method={method!r}.")
     scale = None
     if perturbation_scale is not None:
-        scale = check_real(
-            perturbation_scale, "perturbation_scale", low=0.0, include_low=False
-        )
+        scale = check_bound_scale(perturbation_scale)
     if method == "nw":
         if scale is None:
             raise ValueError(

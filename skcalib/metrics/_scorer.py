@@ -97,9 +97,7 @@ class CalibrationScorer:
         -------
         self : CalibrationScorer
         """
-        from sklearn.utils.metadata_routing import MetadataRequest
-
-        request = MetadataRequest(owner=self)
+        request = self.get_metadata_routing()
         for param, alias in kwargs.items():
             request.score.add_request(param=param, alias=alias)
         self._metadata_request = request
@@ -111,7 +109,10 @@ class CalibrationScorer:
         if request is None:
             from sklearn.utils.metadata_routing import MetadataRequest
 
+            # As sklearn's scorers: sample_weight is known but not requested,
+            # so passing it without a request is an error, not silently dropped.
             request = MetadataRequest(owner=self)
+            request.score.add_request(param="sample_weight", alias=None)
         return request
 
 
