@@ -553,3 +553,31 @@ def test_streaming_bound_merge_rejects_disagreeing_classes():
     # A fresh object takes the classes of what it merges.
     c = StreamingCalibrationBound(method="tv", random_state=0).merge(b)
     assert c.classes_.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "other", [dict(delta=0.1), dict(perturbation_scale=0.2), dict(n_splits=3)]
+)
+def test_streaming_bound_merge_rejects_other_bound_parameters(other):
+    # Merged silently, the result carried one partition's delta or scale.
+    params = dict(method="nw", perturbation_scale=0.1, random_state=0)
+    s = np.linspace(0, 1, 200)
+    y = np.arange(200) % 2
+    a = StreamingCalibrationBound(**params).partial_fit(y[:100], s[:100])
+    b = StreamingCalibrationBound(**{**params, **other})
+    b.partial_fit(y[100:], s[100:], start=100)
+    with pytest.raises(ValueError, match="Cannot merge"):
+        a.merge(b)
+
+
+def test_chunks_of_text_and_numeric_labels_do_not_mix():
+    # numpy would have turned 0 and 1 into "0" and "1" and merged the classes.
+    acc = CalibrationAccumulator().partial_fit([0, 1], [0.2, 0.8])
+    with pytest.raises(TypeError, match="not of the type of the labels seen"):
+        acc.partial_fit(["0", "1"], [0.2, 0.8])
+    other = CalibrationAccumulator().partial_fit(["0", "1"], [0.2, 0.8])
+    with pytest.raises(TypeError, match="other labels"):
+        acc.merge(other)
+    # Booleans and 0/1 integers stay one class set, as in the in-memory metrics.
+    mixed = CalibrationAccumulator().partial_fit([True, False], [0.8, 0.2])
+    assert mixed.partial_fit([1], [0.7]).classes_.tolist() == [0, 1]

@@ -77,6 +77,10 @@ def _not_fitted(message):
     return NotFittedError(message)
 
 
+def _is_text(labels):
+    return labels.dtype.kind in "USO"
+
+
 def _position(classes, label):
     hits = [i for i, c in enumerate(classes) if c == label]
     return hits[0] if hits else None
@@ -197,6 +201,12 @@ class CalibrationAccumulator:
                 )
             return np.asarray(slots)
         seen = self.classes_
+        if seen.shape[0] and _is_text(seen) != _is_text(classes):
+            # numpy would turn the numbers into strings: 1 and "1" would merge
+            raise TypeError(
+                f"{name} labels {classes.tolist()} are not of the type of the "
+                f"labels seen so far {seen.tolist()}."
+            )
         try:
             union = (
                 np.unique(np.concatenate([seen, classes])) if seen.shape[0] else classes
@@ -695,6 +705,17 @@ class StreamingCalibrationBound:
         self.n_samples_ = 0
         self.n_validated_ = 0
 
+    def _settings(self):
+        """Everything that two mergeable partitions must share."""
+        return (
+            self.seed_,
+            self.n_splits_,
+            self.method,
+            self.delta_,
+            self.assume,
+            *(getattr(self, a, None) for a in ("scale_", "variation_", "max_train_")),
+        )
+
     @property
     def _lips(self):
         return 1.0 / (2.0 * self.scale_), 3.0 / (2.0 * self.scale_**2)
@@ -858,14 +879,11 @@ class StreamingCalibrationBound:
             self._setup()
         if not hasattr(other, "seed_"):
             return self
-        if (self.seed_, self.n_splits_, self.method) != (
-            other.seed_,
-            other.n_splits_,
-            other.method,
-        ):
+        if self._settings() != other._settings():
             raise ValueError(
-                "Cannot merge: the two objects use different seeds, n_splits or "
-                "methods."
+                "Cannot merge: the two objects use different seeds, n_splits, "
+                "methods or bound parameters (delta, perturbation_scale, "
+                "variation, assume, max_train)."
             )
         if not hasattr(other, "classes_"):
             pass
