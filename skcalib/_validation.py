@@ -380,8 +380,7 @@ def check_calibration_inputs(
     if classes.shape[0] == 1:
         classes = _complete_single_class(classes, pos_label)
     if pos_label is None:
-        # The greater label, wherever labels= put it among the columns.
-        pos_label = classes[np.argsort(classes, kind="stable")[-1]]
+        pos_label = greater_label(classes)
     else:
         if not np.any(_label_equal(classes, pos_label)):
             raise ValueError(
@@ -397,6 +396,22 @@ def check_calibration_inputs(
         scores = proba
     y = _label_equal(y_true, pos_label).astype(np.float64)
     return CalibrationData("binary", classes, y, scores, weight, pos_label)
+
+
+def greater_label(classes):
+    """The default positive class: the greater label, wherever ``labels=``
+    put it among the columns."""
+    return classes[np.argsort(classes, kind="stable")[-1]]
+
+
+def check_same_label_kind(seen, classes, *, name="y_true"):
+    """Refuse text labels after numeric ones (or the reverse) in one stream:
+    numpy would turn the numbers into strings, and 1 and "1" would merge."""
+    if seen.shape[0] and (seen.dtype.kind in "USO") != (classes.dtype.kind in "USO"):
+        raise TypeError(
+            f"{name} labels {classes.tolist()} are not of the type of the "
+            f"labels seen so far {seen.tolist()}."
+        )
 
 
 def _label_equal(values, label):
@@ -535,8 +550,6 @@ def check_random_generator(random_state):
     )
 
 
-# One cell of the finest grid the Gaussian smoothers use (1 / grid.FINE_M,
-# kept in step by a test): a narrower kernel is not resolved by it.
 # Smallest perturbation scale of a certified bound: its constants 1/(2h) and
 # 3/(2h^2) must stay finite (h^2 underflows below about 1e-154).
 MIN_BOUND_SCALE = 1e-100
@@ -555,6 +568,8 @@ def check_bound_scale(perturbation_scale, name="perturbation_scale"):
     return h
 
 
+# One cell of the finest grid the Gaussian smoothers use (1 / grid.FINE_M,
+# kept in step by a test): a narrower kernel is not resolved by it.
 MIN_SIGMA = 2.0**-16
 
 

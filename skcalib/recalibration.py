@@ -37,6 +37,7 @@ from sklearn.utils.validation import (
 from ._backend import logit_map as _lm
 from ._backend import recalibration as _rc
 from ._backend.bandwidth import BANDWIDTH_GRID, select_dirichlet_bandwidth
+from ._backend.binning import positive_weight_rows
 from ._backend.grid import calibration_statistics
 from ._backend.smece import GridGeometry, solve_sigma
 from ._backend.smoothing import dirichlet_nw
@@ -479,9 +480,7 @@ default="auto"
         return _rc.fit_grid_map(stats, sigma, prior), scores, stats
 
     def _fit_canonical(self, P, y_idx, w, bandwidth, eps, prior):
-        keep = w > 0
-        if not keep.all():  # a row of zero weight is no row: not a neighbour
-            P, y_idx, w = P[keep], y_idx[keep], w[keep]
+        w, P, y_idx = positive_weight_rows(w, P, y_idx)  # not neighbours
         self.bandwidth_scores_ = None
         self._prior = prior
         if bandwidth == "auto":

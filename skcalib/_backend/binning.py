@@ -18,6 +18,18 @@ def relative_weights(w):
     return w / top if top > 0 else w
 
 
+def positive_weight_rows(w, *arrays):
+    """``(w, *arrays)`` restricted to the rows of positive weight.
+
+    A row of zero weight is no row of the sample; left in, it would still
+    shift cross-validation folds, count as a neighbour or be resampled.
+    """
+    keep = w > 0
+    if keep.all():
+        return (w, *arrays)
+    return (w[keep], *(a[keep] for a in arrays))
+
+
 def quantile_edges(s, w, n_bins):
     """Bin edges at the (weighted) quantiles of the scores.
 

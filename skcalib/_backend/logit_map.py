@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_expit, logsumexp, softmax
 
-from .binning import relative_weights
+from .binning import positive_weight_rows, relative_weights
 
 __all__ = [
     "BANDWIDTHS",
@@ -816,9 +816,7 @@ def fit_logit_map(P, y_idx, w, *, prior, eps, bandwidth="auto", base="auto"):
     :func:`fit_multiclass_logit_map`. Rows of zero weight are dropped first.
     """
     options = {"prior": prior, "eps": eps, "bandwidth": bandwidth, "base": base}
-    keep = w > 0
-    if not keep.all():  # so that they do not shift the cross-validation folds
-        P, y_idx, w = P[keep], y_idx[keep], w[keep]
+    w, P, y_idx = positive_weight_rows(w, P, y_idx)
     if float(w.max()) * w.shape[0] > MAX_TOTAL_WEIGHT:
         # Against this much weight the priors weigh nothing at double
         # precision anyway; smaller weights keep every sum finite.

@@ -8,6 +8,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from . import smece as _sm
+from .binning import positive_weight_rows
 from .grid import (
     FINE_M,
     add_cell_moments,
@@ -39,12 +40,9 @@ def bootstrap_smooth_curves(
     (exact coarsening then gives the curve grid), which is also fine enough for
     each resample's own ``sigma*`` unless it is less than half the original.
     """
-    if w is not None and not np.all(w > 0):
-        # A row of zero weight is no row of the sample: drawing it would only
-        # shrink the resamples, and a resample of zero-weight rows alone
-        # has no estimate at all.
-        keep = w > 0
-        y, s, w = y[keep], s[keep], w[keep]
+    if w is not None:
+        # A resample of zero-weight rows alone would have no estimate at all.
+        w, y, s = positive_weight_rows(w, y, s)
     m_curve = geometry.grid_size(0.8 * sigma_curve, FINE_M)
     m_boot = min(FINE_M, 2 * m_curve)
     key, theta = cell_keys(y, geometry.to_unit(s), m_boot)

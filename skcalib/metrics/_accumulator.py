@@ -54,8 +54,10 @@ from .._validation import (
     check_label_chunk,
     check_multi_class,
     check_probability_array,
+    check_same_label_kind,
     check_sample_weight,
     check_sigma,
+    greater_label,
 )
 
 __all__ = [
@@ -75,10 +77,6 @@ def _not_fitted(message):
     from sklearn.exceptions import NotFittedError
 
     return NotFittedError(message)
-
-
-def _is_text(labels):
-    return labels.dtype.kind in "USO"
 
 
 def _position(classes, label):
@@ -201,12 +199,7 @@ class CalibrationAccumulator:
                 )
             return np.asarray(slots)
         seen = self.classes_
-        if seen.shape[0] and _is_text(seen) != _is_text(classes):
-            # numpy would turn the numbers into strings: 1 and "1" would merge
-            raise TypeError(
-                f"{name} labels {classes.tolist()} are not of the type of the "
-                f"labels seen so far {seen.tolist()}."
-            )
+        check_same_label_kind(seen, classes, name=name)
         try:
             union = (
                 np.unique(np.concatenate([seen, classes])) if seen.shape[0] else classes
@@ -240,9 +233,7 @@ class CalibrationAccumulator:
                 "CalibrationAccumulator so that the column of pos_label is known."
             )
         # Columns follow classes_ (labels= order, as in the in-memory metrics).
-        pos = self.pos_label
-        if pos is None:
-            pos = self.classes_[np.argsort(self.classes_, kind="stable")[-1]]
+        pos = greater_label(self.classes_) if self.pos_label is None else self.pos_label
         return proba[:, _position(self.classes_, pos)]
 
     def partial_fit(self, y_true, y_proba, sample_weight=None):
@@ -553,6 +544,13 @@ def dask_metric(name, y_true, y_proba, *, sample_weight=None, **kwargs):
 _STREAM_METHODS = ("nw", "tv")
 
 
+def _stream_start(start, default):
+    """Position of a chunk's first sample: ``start``, or ``default`` if None."""
+    if start is None:
+        return default
+    return check_int(start, "start", min_val=0, max_val=MAX_STREAM_POSITION)
+
+
 class StreamingCalibrationBound:
     """Certified bound on the calibration error, from two passes over a stream.
 
@@ -760,11 +758,7 @@ class StreamingCalibrationBound:
         )
         self.classes_, self.pos_label_ = data.classes, data.pos_label
         n = data.n_samples
-        start = (
-            self.n_samples_
-            if start is None
-            else check_int(start, "start", min_val=0, max_val=MAX_STREAM_POSITION)
-        )
+        start = _stream_start(start, self.n_samples_)
         fold = stream_folds(start, n, self.seed_, self.n_splits_)
         if self.method == "nw":
             add_fold_cell_sums(self.sums_, fold, data.proba, data.y)
@@ -834,11 +828,7 @@ class StreamingCalibrationBound:
                 )
             proba = proba[:, _position(self.classes_, self.pos_label_)]
         n = proba.shape[0]
-        start = (
-            self.n_validated_
-            if start is None
-            else check_int(start, "start", min_val=0, max_val=MAX_STREAM_POSITION)
-        )
+        start = _stream_start(start, self.n_validated_)
         fold = stream_folds(start, n, self.seed_, self.n_splits_)
         if self.method == "nw":
             values = nw_validation_terms(self.tables_, fold, proba, *self._lips)
