@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._backend.score_grid import off_grid
+
 __all__ = [
     "CalibrationData",
     "check_calibration_inputs",
@@ -566,6 +568,23 @@ def check_bound_scale(perturbation_scale, name="perturbation_scale"):
             f"constants grow as 1/h^2), got {h}."
         )
     return h
+
+
+def check_perturbed_scores(s, method, name="y_proba"):
+    """Refuse scores that the sech perturbation cannot have produced.
+
+    Perturbed scores are rounded to the grid ``k / 2**24``; a bound that rests
+    on the smoothness the perturbation creates is false for other scores.
+    """
+    bad = off_grid(s)
+    if bad >= 0:
+        raise ValueError(
+            f"{name} holds scores that were not perturbed (row {bad}: "
+            f"{float(np.asarray(s)[bad])!r} is not on the perturbation grid "
+            f"k / 2**24). method={method!r} certifies only scores perturbed by "
+            "the sech kernel: perturb them with skcalib.perturb_proba or "
+            "PerturbedClassifier, or use method='tv'."
+        )
 
 
 # One cell of the finest grid the Gaussian smoothers use (1 / grid.FINE_M,

@@ -330,7 +330,9 @@ def test_two_pass_terms_match_brute_force_window():
         r = sb.window_cells_[k]
         tr = fold != k
         errs, gs = [], []
-        for i in np.flatnonzero(fold == k):
+        influence = np.zeros(s.shape[0])
+        valid = np.flatnonzero(fold == k)
+        for i in valid:
             inwin = tr & (np.abs(cell - cell[i]) <= r)
             if not inwin.any():
                 errs.append(0.0)
@@ -339,10 +341,16 @@ def test_two_pass_terms_match_brute_force_window():
             diff = s[inwin] - s[i]
             errs.append(abs(y[inwin].mean() - s[i]))
             g = lip1 * abs(diff.mean()) + lip2 / 2 * np.mean(diff**2)
-            gs.append(min(1.0, g + 0.5 / np.sqrt(inwin.sum())))
+            g += 0.5 / np.sqrt(inwin.sum()) + 2 * lip1 * 2.0**-24
+            gs.append(min(1.0, g))
+            influence[inwin] += 1.0 / (inwin.sum() * valid.size)
         t = b.per_fold[k]["terms"]
         assert t["validation_error"] == pytest.approx(np.mean(errs), abs=1e-12)
         assert t["smoother_error"] == pytest.approx(np.mean(gs), abs=1e-12)
+        # McDiarmid over the training labels at a third of the fold's delta.
+        L = np.log(3 * 5 / 0.05)
+        label = np.sqrt(L * np.sum(influence**2) / 2)
+        assert t["label_deviation"] == pytest.approx(label, rel=1e-9)
         assert b.per_fold[k]["n_valid"] == len(errs)
 
 
@@ -357,6 +365,7 @@ def test_two_pass_bound_covers_true_ce(problem, h):
     assert b.lower <= d.calibration_error <= b.upper
     assert b.upper - d.calibration_error < 0.035  # informative, not just <= 1
     assert b.upper == pytest.approx(sum(b.terms.values()))
+    assert b.upper == min(f["upper"] for f in b.per_fold)
 
 
 @pytest.mark.slow

@@ -24,11 +24,6 @@ def empirical_bernstein(n, delta, variance, value_range=1.0):
     )
 
 
-def hoeffding(n, delta, value_range=1.0):
-    """One-sided Hoeffding term ``R sqrt(ln(1/δ) / (2n))``."""
-    return float(value_range * np.sqrt(np.log(1.0 / delta) / (2.0 * n)))
-
-
 def dkw(n, delta):
     """Dvoretzky–Kiefer–Wolfowitz (Massart) term ``sqrt(ln(2/δ) / (2n))``."""
     return float(np.sqrt(np.log(2.0 / delta) / (2.0 * n)))
@@ -48,54 +43,42 @@ def tv_constants(n_train, delta1):
 def tv_estimation_term(n_train, delta1, variation):
     """In-sample error term ``TVB`` of the total-variation denoiser.
 
-    ``TVB = sqrt([2 t1² + 2 t1 sqrt(t1² + 4 t2 V) + 4 t2 V] / n)``.
+    The first-order optimality condition of the denoiser gives
+    ``e² <= t1 e + 2 t2 V`` for ``e = ||v - η_T||``, hence
+    ``TVB = e / sqrt(n) <= sqrt([t1²/2 + (t1/2) sqrt(t1² + 8 t2 V) + 2 t2 V] / n)``.
     """
     t1, t2 = tv_constants(n_train, delta1)
     inner = (
-        2 * t1**2 + 2 * t1 * np.sqrt(t1**2 + 4 * t2 * variation) + 4 * t2 * variation
+        0.5 * t1**2
+        + 0.5 * t1 * np.sqrt(t1**2 + 8.0 * t2 * variation)
+        + 2.0 * t2 * variation
     )
     return float(np.sqrt(inner / n_train))
 
 
-def tv_transfer_term(n_train, delta2, delta3, variation, fitted_variation):
-    """Term ``PTB`` moving the in-sample error to the population.
+def tv_transfer_term(n_train, delta2, variation, fitted_variation):
+    """Term ``PTB = (V + V̂) sqrt(ln(2/δ2) / (2n))`` moving the in-sample error
+    of a function of variation ``V + V̂`` to the population (DKW)."""
+    return float((variation + fitted_variation) * dkw(n_train, delta2))
 
-    ``PTB = (V + V̂) sqrt(ln(2/δ2) / (2n)) + sqrt(ln(2/δ3) / (2n))``.
+
+def mcdiarmid(delta, sum_sq_differences):
+    """One-sided McDiarmid term ``sqrt(ln(1/δ) Σ c_j² / 2)`` for a function of
+    independent variables with bounded differences ``c_j``."""
+    return float(np.sqrt(np.log(1.0 / delta) * max(sum_sq_differences, 0.0) / 2.0))
+
+
+def self_bounded_mean(n, delta, mean_bound):
+    """Upper bound on the mean ``μ`` of a variable in [0, 1] from a bound on
+    the average of ``n`` i.i.d. draws of it.
+
+    Bernstein's inequality with ``Var <= μ`` (the variable is in [0, 1]) gives,
+    with probability ``1 - δ``, ``μ <= m̂ + sqrt(2 μ L / n) + 2 L / (3n)``,
+    ``L = ln(1/δ)``; solving for ``sqrt(μ)``:
+    ``μ <= (sqrt(L / (2n)) + sqrt(m̂ + 7 L / (6n)))²``.
     """
-    return float(
-        (variation + fitted_variation) * dkw(n_train, delta2) + dkw(n_train, delta3)
+    log_term = np.log(1.0 / delta)
+    root = np.sqrt(log_term / (2.0 * n)) + np.sqrt(
+        max(mean_bound, 0.0) + 7.0 * log_term / (6.0 * n)
     )
-
-
-def smoother_fold_terms(n_valid, error_moments, smoother_moments, delta_fold):
-    """Additive terms of a smoother-based fold bound (NW and Lipschitz buckets).
-
-    ``error_moments`` and ``smoother_moments`` are ``(mean, variance)`` of
-    ``|η̂(s) - s|`` and of the smoother error bound ``g`` over the ``n_valid``
-    held-out scores; each gets an empirical Bernstein term at ``delta_fold / 2``.
-    """
-    (mean_err, var_err), (mean_g, var_g) = error_moments, smoother_moments
-    return {
-        "validation_error": float(mean_err),
-        "validation_deviation": empirical_bernstein(n_valid, delta_fold / 2, var_err),
-        "smoother_error": float(mean_g),
-        "smoother_deviation": empirical_bernstein(n_valid, delta_fold / 2, var_g),
-    }
-
-
-def tv_fold_terms(n_valid, error_moments, n_train, delta, variation, fitted_variation):
-    """Additive terms of a total-variation fold bound, each at ``delta``
-    (= a quarter of the fold's failure probability).
-
-    ``error_moments`` is ``(mean, variance)`` of ``|s - η̂(s)|`` over the
-    ``n_valid`` held-out scores.
-    """
-    mean_err, var_err = error_moments
-    return {
-        "validation_error": float(mean_err),
-        "validation_deviation": empirical_bernstein(n_valid, delta, var_err),
-        "tv_estimation": tv_estimation_term(n_train, delta, variation),
-        "tv_transfer": tv_transfer_term(
-            n_train, delta, delta, variation, fitted_variation
-        ),
-    }
+    return float(root * root)

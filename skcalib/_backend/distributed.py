@@ -276,9 +276,6 @@ def map_reduce_blocks(
 
 
 # -- certified NW bound in two passes -----------------------------------------
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
 def _splitmix64(x):
     """The splitmix64 finaliser on uint64 arrays (wrapping arithmetic)."""
     x = x + np.uint64(0x9E3779B97F4A7C15)
@@ -317,6 +314,33 @@ def add_fold_cell_sums(out, fold, s, y):
     return out
 
 
+def add_fold_cell_counts(out, fold, s):
+    """Pass 2: add the number of held-out scores per fold and cell to ``out``
+    (shape ``(n_splits, M)``)."""
+    n_splits, M = out.shape
+    cell, _ = bin_positions(s, M)
+    out += np.bincount(fold * M + cell, minlength=n_splits * M).reshape(n_splits, M)
+    return out
+
+
+def cell_window_influence(train_counts, valid_counts, window_counts, r):
+    """``Σ_j ĉ_j²`` of the cell-window smoother (see :func:`cell_window_tables`).
+
+    A training point in cell ``c`` enters the window mean of every held-out
+    score in cells ``c - r .. c + r`` with weight ``1 / count`` of that
+    window, so ``ĉ(c) = (1/m) Σ_{|c' - c| <= r} n_V(c') / count(c')``; the sum
+    over training points is ``Σ_c n_T(c) ĉ(c)²``.
+    """
+    M = train_counts.shape[0]
+    m = valid_counts.sum()
+    safe = np.maximum(window_counts, 1.0)
+    a = np.where(window_counts > 0, valid_counts / safe, 0.0) / m
+    c = np.arange(M)
+    prefix = _prefix(a)
+    influence = prefix[np.minimum(c + r, M - 1) + 1] - prefix[np.maximum(c - r, 0)]
+    return float(np.dot(train_counts, influence * influence))
+
+
 def _window_sum(prefix, lo, hi):
     return prefix[hi] - prefix[lo]
 
@@ -351,8 +375,9 @@ def cell_prefix_sums(sums):
     }
 
 
-def cell_window_tables(prefix, r):
-    """Box-window statistics of every cell for a window of ``2 r + 1`` cells.
+def cell_window_tables(prefix, r, cells=None):
+    """Box-window statistics of every cell (or of ``cells``) for a window of
+    ``2 r + 1`` cells.
 
     The window of cell ``c`` is cells ``c - r .. c + r`` (clipped to the grid),
     all its training points weighted equally. ``prefix`` comes from
@@ -362,7 +387,7 @@ def cell_window_tables(prefix, r):
     ``q0 = mean((s_i - x_c)^2)`` around the cell centre ``x_c = (c + 1/2)/M``.
     """
     M = prefix["n"].shape[0] - 1
-    c = np.arange(M)
+    c = np.arange(M) if cells is None else cells
     lo = np.maximum(c - r, 0)
     hi = np.minimum(c + r, M - 1) + 1
     cu = c.astype(np.uint64)
@@ -390,10 +415,12 @@ def select_window_cells(prefix, candidates, lip1, lip2):
     training points, evaluated at the cell centres (uses the training part
     only; ``prefix`` from :func:`cell_prefix_sums`)."""
     weight = np.diff(prefix["n"]).astype(np.float64)
-    weight /= weight.sum()
+    # Only cells holding training points weigh in the criterion.
+    cells = np.flatnonzero(weight)
+    weight = weight[cells] / weight.sum()
     best, best_crit = candidates[0], np.inf
     for r in candidates:
-        count, _, p0, q0 = cell_window_tables(prefix, int(r))
+        count, _, p0, q0 = cell_window_tables(prefix, int(r), cells)
         crit = (weight * nw_error_bound(count, p0, q0, lip1, lip2)).sum()
         if crit < best_crit:
             best, best_crit = int(r), crit

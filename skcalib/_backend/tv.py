@@ -15,6 +15,7 @@ import importlib.util
 
 import numpy as np
 
+from .certificate import average_over_ties
 from .concentration import tv_constants
 
 __all__ = [
@@ -165,13 +166,16 @@ def total_variation(v):
     return float(np.abs(np.diff(v)).sum()) if v.shape[0] > 1 else 0.0
 
 
-def fit_tv_surrogate(y_sorted, delta1, *, monotone=False):
+def fit_tv_surrogate(s_sorted, y_sorted, delta1, *, monotone=False):
     """Surrogate ``η̂`` of the total-variation bound on labels sorted by score.
 
     Total-variation denoising with the penalty ``t2`` of
     :func:`.concentration.tv_constants` (``λ = t2 / n`` on the
     ``(1 / 2n) ||y - v||²`` scale), or, with ``monotone=True``, isotonic
-    regression, which satisfies the same bound for ``V = 1``.
+    regression, which satisfies the same bound for ``V = 1``. The fitted
+    values are then averaged over each block of tied scores, so that they are
+    a function of the score (the denoiser alone may give tied points
+    different values).
 
     Returns
     -------
@@ -189,9 +193,10 @@ def fit_tv_surrogate(y_sorted, delta1, *, monotone=False):
         from sklearn.isotonic import isotonic_regression
 
         v = isotonic_regression(y_sorted, y_min=0.0, y_max=1.0, increasing=True)
+        v = average_over_ties(s_sorted, v)
         return v, float(v[-1] - v[0]), None
     _, t2 = tv_constants(n_train, delta1)
-    v = tv_denoise(y_sorted, t2)
+    v = average_over_ties(s_sorted, tv_denoise(y_sorted, t2))
     return v, total_variation(v), t2 / n_train
 
 

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .score_grid import discretisation_term
+
 # Scores are split as s = c + d with c on a dyadic grid of 2**-14: prefix sums of
 # c and c² are then exact in float64 for up to 2**24 points, and only the small
 # parts d (|d| <= 2**-15) accumulate round-off. This keeps m2 accurate for tiny
 # windows deep inside a long prefix sum.
 _SPLIT = 2.0**14
+# Window half-widths tried by the NW bound, in memory and in streaming (where
+# they are rounded to whole cells); chosen on the training part.
+NW_HALF_WIDTHS = np.geomspace(1e-4, 0.25, 40)
 
 
 def window_prefix_sums(s_sorted, y_sorted):
@@ -39,7 +44,9 @@ def window_prefix_sums(s_sorted, y_sorted):
     }
 
 
-def window_moments(s_sorted, prefix, query, half_width, exclude=None):
+def window_moments(
+    s_sorted, prefix, query, half_width, exclude=None, *, return_ranges=False
+):
     """Window statistics of the box kernel at each query point.
 
     Parameters
@@ -66,6 +73,9 @@ def window_moments(s_sorted, prefix, query, half_width, exclude=None):
         Window mean of ``y`` (the query itself where the window is empty).
     m1, m2 : ndarray
         First and second moments of ``s_i - t`` over the window (0 if empty).
+    lo, hi : ndarray of int
+        With ``return_ranges``: each window is ``s_sorted[lo:hi]`` (excluded
+        points included).
     """
     lo = np.searchsorted(s_sorted, query - half_width, side="left")
     hi = np.searchsorted(s_sorted, query + half_width, side="right")
@@ -93,18 +103,48 @@ def window_moments(s_sorted, prefix, query, half_width, exclude=None):
     eta = np.where(empty, query, wsum("y") / safe)
     m1[empty] = 0.0
     m2[empty] = 0.0
+    if return_ranges:
+        return count, eta, m1, m2, lo, hi
     return count, eta, m1, m2
 
 
-def nw_error_bound(count, m1, m2, lip1, lip2):
-    """Bound ``g`` on the expected error of the box smoother for an η with
-    ``|η'| <= lip1`` and ``|η''| <= lip2``.
+def window_influence(lo, hi, count, n_sorted, keep=None):
+    """``Σ_j ĉ_j²`` for the box smoother evaluated at ``m`` held-out points.
 
-    ``g = min(1, lip1 |m1| + (lip2 / 2) m2 + ν / 2)`` with ``ν = 1/sqrt(count)``
-    (the norm of the equal window weights); 1 on empty windows.
+    Training label ``j`` enters the window mean of held-out point ``v`` with
+    weight ``1 / count_v`` when ``lo_v <= j < hi_v``, so it moves
+    ``mean_v |η̂(s_v) - η(s_v)|`` by at most
+    ``ĉ_j = (1/m) Σ_v [lo_v <= j < hi_v] / count_v``: a difference array over
+    the windows' index ranges, ``O(n + m)``. ``keep`` masks the positions of
+    ``s_sorted`` that are training points (``None``: all).
+    """
+    m = lo.shape[0]
+    a = np.where(count > 0, 1.0 / (m * np.maximum(count, 1)), 0.0)
+    size = n_sorted + 1
+    diff = np.bincount(lo, weights=a, minlength=size)
+    diff -= np.bincount(hi, weights=a, minlength=size)
+    c = np.cumsum(diff[:-1])
+    if keep is not None:
+        c = c[keep]
+    return float(np.dot(c, c))
+
+
+def nw_error_bound(count, m1, m2, lip1, lip2):
+    """Bound ``g`` on the expected error (over the training labels) of the box
+    smoother at perturbed scores on the grid, for a smooth calibration
+    function with ``|η'| <= lip1`` and ``|η''| <= lip2``.
+
+    ``g = min(1, lip1 |m1| + (lip2 / 2) m2 + ν / 2 + 2 lip1 2**-24)`` with
+    ``ν = 1/sqrt(count)`` (the norm of the equal window weights) and the
+    discretisation term of the grid; 1 on empty windows.
     """
     safe = np.maximum(count, 1)
-    g = lip1 * np.abs(m1) + 0.5 * lip2 * m2 + 0.5 / np.sqrt(safe)
+    g = (
+        lip1 * np.abs(m1)
+        + 0.5 * lip2 * m2
+        + 0.5 / np.sqrt(safe)
+        + discretisation_term(lip1)
+    )
     return np.where(count == 0, 1.0, np.minimum(g, 1.0))
 
 
@@ -135,9 +175,11 @@ def bucket_edges(n_buckets, shift, n_shifts, n_fine):
     return np.unique(np.clip(np.concatenate([[0], inner, [n_fine]]), 0, n_fine))
 
 
-def bucket_smoother(prefix, edges, cells, s, lipschitz):
-    """Bucket means ``η̂`` at scores ``s`` (fine cells ``cells``) and the bound
-    ``g = min(1, L width + 1 / (2 sqrt(count)))`` on ``E|η̂ - η|``.
+def bucket_smoother(prefix, edges, cells, s, lipschitz, discretisation=0.0):
+    """Bucket means ``η̂`` at scores ``s`` (fine cells ``cells``), the bound
+    ``g = min(1, L width + 1 / (2 sqrt(count)) + discretisation)`` on
+    ``E_{y_T}|η̂ - η|``, and ``Σ_j ĉ_j² = Σ_b m_b² / (m² n_b)`` (``m_b`` of
+    the ``m`` scores and ``n_b`` training points in bucket ``b``).
 
     ``prefix`` comes from :func:`bucket_prefix_sums`; an empty bucket gives
     ``η̂ = s`` and ``g = 1``.
@@ -152,9 +194,14 @@ def bucket_smoother(prefix, edges, cells, s, lipschitz):
     safe = np.maximum(c, 1)
     eta = np.where(c > 0, ysums[b] / safe, s)
     g = np.where(
-        c > 0, np.minimum(1.0, lipschitz * widths[b] + 0.5 / np.sqrt(safe)), 1.0
+        c > 0,
+        np.minimum(1.0, lipschitz * widths[b] + 0.5 / np.sqrt(safe) + discretisation),
+        1.0,
     )
-    return eta, g
+    m_b = np.bincount(b, minlength=counts.shape[0]).astype(np.float64)
+    filled = counts > 0
+    influence = np.sum(m_b[filled] ** 2 / counts[filled]) / s.shape[0] ** 2
+    return eta, g, float(influence)
 
 
 def exclusion(s_sorted, y_sorted, mask):

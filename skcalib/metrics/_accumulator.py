@@ -20,16 +20,24 @@ import numpy as np
 
 from .._backend import smece as _sm
 from .._backend.binning import binned_error_value, table_as_dict, uniform_edges
-from .._backend.concentration import smoother_fold_terms, tv_fold_terms
+from .._backend.certificate import (
+    FOLD_DELTA_PARTS,
+    aggregate_folds,
+    fold_delta,
+    smoother_fold_terms,
+    tv_fold_terms,
+)
 from .._backend.distributed import (
     N_BIN_SUMS,
     N_SLOTS,
     add_bin_sums,
     add_cell_moments,
+    add_fold_cell_counts,
     add_fold_cell_sums,
     any_dask,
     bin_table_from_sums,
     cell_prefix_sums,
+    cell_window_influence,
     cell_window_tables,
     empty_moments,
     grid_bin_table,
@@ -45,6 +53,7 @@ from .._backend.distributed import (
 )
 from .._backend.grid import FINE_M
 from .._backend.tv import fit_tv_surrogate, step_extension
+from .._backend.window import NW_HALF_WIDTHS
 from .._validation import (
     MAX_STREAM_POSITION,
     check_binned_options,
@@ -53,6 +62,7 @@ from .._validation import (
     check_int,
     check_label_chunk,
     check_multi_class,
+    check_perturbed_scores,
     check_probability_array,
     check_same_label_kind,
     check_sample_weight,
@@ -574,22 +584,24 @@ class StreamingCalibrationBound:
     Nadaraya–Watson smoother whose window is ``2 r + 1`` whole cells around the
     query's cell, all training points in it weighted equally: its moments
     ``m1``, ``m2`` and ``ν = 1/sqrt(count)`` are exact functions of the cell
-    sums, so ``g = min(1, L1 |m1| + (L2/2) m2 + ν/2)`` bounds ``E|η̂ - η|`` as
-    in the in-memory method. ``r`` minimises the mean of ``g`` over the
-    training part (at cell centres). Fold bound:
-    ``mean|η̂ - s| + BB(δ_f/2) + mean g + BB(δ_f/2)``.
+    sums, so ``g`` bounds ``E_{y_T}|η̂ - η|`` as in the in-memory method.
+    ``r`` minimises the mean of ``g`` over the training part (at cell
+    centres). Pass 2 also counts the held-out scores per cell, which gives the
+    label-deviation term of the realised ``η̂``. Fold bound: the same terms as
+    in memory, with the whole held-out fold as validation part.
 
     ``method="tv"`` (``η`` of total variation at most ``variation``): pass 1
     keeps the ``max_train`` samples of smallest hash priority (a random subset
     chosen without looking at the data; all samples if there are fewer). The
     training part of a fold is the kept samples of the other folds; the exact
     TV denoiser (or isotonic regression with ``assume="monotone"``) is fitted
-    on it and extended by steps. Fold bound:
-    ``mean|s - η̂| + BB(δ_f/4) + TVB + PTB`` with ``|T|`` the number of kept
-    training samples (DESIGN §4.6).
+    on it (values averaged over tied scores) and extended by steps. Fold
+    bound: ``mean|s - η̂| + BB + TVB + PTB`` with ``|T|`` the number of kept
+    training samples.
 
-    With ``δ_f = delta / n_splits``, :meth:`result` reports the mean of the fold
-    bounds, valid with probability ``1 - delta`` by a union bound.
+    With ``δ_f = delta / n_splits``, every fold bound holds on one event of
+    probability ``1 - delta`` and :meth:`result` reports the smallest (each
+    clipped at 1). Read more in the :ref:`User Guide <certified>`.
 
     Assumptions: the samples are i.i.d.; the method's assumption on ``η``
     holds; the second pass sees the same samples in the same order (checked by
@@ -761,6 +773,7 @@ class StreamingCalibrationBound:
         start = _stream_start(start, self.n_samples_)
         fold = stream_folds(start, n, self.seed_, self.n_splits_)
         if self.method == "nw":
+            check_perturbed_scores(data.proba, self.method)
             add_fold_cell_sums(self.sums_, fold, data.proba, data.y)
         else:
             self._keep(
@@ -776,7 +789,7 @@ class StreamingCalibrationBound:
         if self.method == "nw":
             lip1, lip2 = self._lips
             total = self.sums_.sum(axis=1)
-            cand = np.unique(np.rint(np.geomspace(1e-4, 0.25, 40) * FINE_M - 0.5))
+            cand = np.unique(np.rint(NW_HALF_WIDTHS * FINE_M - 0.5))
             tables, cells = [], []
             for k in range(self.n_splits_):
                 prefix = cell_prefix_sums(total - self.sums_[:, k])
@@ -785,6 +798,7 @@ class StreamingCalibrationBound:
                 tables.append(cell_window_tables(prefix, r))
             self.window_cells_ = np.array(cells)
             self.tables_ = tuple(np.stack(t) for t in zip(*tables, strict=True))
+            self.valid_cells_ = np.zeros((self.n_splits_, FINE_M))
         else:
             self.fits_ = [self._fit_tv(k) for k in range(self.n_splits_)]
         self.valid_moments_ = np.zeros((2, 3, self.n_splits_))
@@ -798,9 +812,11 @@ class StreamingCalibrationBound:
         n_train = s_train.shape[0]
         if n_train < 2:
             raise ValueError(f"Fold {k} has fewer than 2 training samples.")
-        d = self.delta_ / self.n_splits_ / 4.0
         v, fitted_variation, _ = fit_tv_surrogate(
-            y_train, d, monotone=self.assume == "monotone"
+            s_train,
+            y_train,
+            fold_delta(self.delta_, self.n_splits_),
+            monotone=self.assume == "monotone",
         )
         return s_train, v, fitted_variation
 
@@ -831,7 +847,9 @@ class StreamingCalibrationBound:
         start = _stream_start(start, self.n_validated_)
         fold = stream_folds(start, n, self.seed_, self.n_splits_)
         if self.method == "nw":
+            check_perturbed_scores(proba, self.method)
             values = nw_validation_terms(self.tables_, fold, proba, *self._lips)
+            add_fold_cell_counts(self.valid_cells_, fold, proba)
         else:
             err = np.empty(n)
             for k, (s_train, v, _) in enumerate(self.fits_):
@@ -896,6 +914,8 @@ class StreamingCalibrationBound:
                 self.valid_moments_[i] = merge_moments(
                     self.valid_moments_[i], other.valid_moments_[i]
                 )
+            if self.method == "nw":
+                self.valid_cells_ += other.valid_cells_
             self.n_validated_ += other.n_validated_
             return self
         if hasattr(self, "valid_moments_"):
@@ -908,30 +928,35 @@ class StreamingCalibrationBound:
         return self
 
     def _fold_terms(self, k, n_v, moments):
-        (mean_e, m2_e), (mean_g, m2_g) = moments
-        delta_fold = self.delta_ / self.n_splits_
+        (mean_e, m2_e), (mean_g, _) = moments
+        delta = fold_delta(self.delta_, self.n_splits_)
         if self.method == "nw":
-            terms = smoother_fold_terms(
-                n_v, (mean_e, m2_e / n_v), (mean_g, m2_g / n_v), delta_fold
-            )
             r = int(self.window_cells_[k])
+            train_counts = self.sums_[0].sum(axis=0) - self.sums_[0, k]
+            influence = cell_window_influence(
+                train_counts, self.valid_cells_[k], self.tables_[0][k], r
+            )
+            terms, lower = smoother_fold_terms(
+                n_v, (mean_e, m2_e / n_v), mean_g, influence, delta
+            )
             extra = {
                 "n_train": int(self.n_samples_ - n_v),
                 "bandwidth": (r + 0.5) / FINE_M,
                 "window_cells": r,
             }
-            return terms, extra
+            return terms, lower, extra
         s_train, _, fitted_variation = self.fits_[k]
         n_train = s_train.shape[0]
-        terms = tv_fold_terms(
+        terms, lower = tv_fold_terms(
             n_v,
             (mean_e, m2_e / n_v),
             n_train,
-            delta_fold / 4.0,
+            delta,
             self.variation_,
             fitted_variation,
         )
-        return terms, {"n_train": int(n_train), "fitted_variation": fitted_variation}
+        extra = {"n_train": int(n_train), "fitted_variation": fitted_variation}
+        return terms, lower, extra
 
     def result(self):
         """The certified bound.
@@ -939,9 +964,8 @@ class StreamingCalibrationBound:
         Returns
         -------
         CalibrationBound
-            ``lower`` subtracts the same deviation terms. For ``"nw"``,
-            ``bandwidth`` is the window half-width ``(r + 1/2) / 2**16`` of each
-            fold.
+            As :func:`calibration_error_bound`. For ``"nw"``, ``bandwidth`` is
+            the window half-width ``(r + 1/2) / 2**16`` of each fold.
         """
         from ._bounds import CalibrationBound
 
@@ -957,35 +981,31 @@ class StreamingCalibrationBound:
             n_v = self.valid_moments_[0, 0, k]
             if n_v == 0:
                 raise ValueError(f"Fold {k} received no samples; use more data.")
-            terms, extra = self._fold_terms(k, n_v, self.valid_moments_[:, 1:, k])
-            deviation = sum(
-                v for name, v in terms.items() if name != "validation_error"
+            terms, lower, extra = self._fold_terms(
+                k, n_v, self.valid_moments_[:, 1:, k]
             )
             folds.append(
                 {
-                    "upper": float(sum(terms.values())),
-                    "lower": float(terms["validation_error"] - deviation),
+                    "lower": float(lower),
                     "estimate": terms["validation_error"],
                     "terms": terms,
                     "n_valid": int(n_v),
-                    "delta": self.delta_ / self.n_splits_,
+                    "delta": fold_delta(self.delta_, self.n_splits_) * FOLD_DELTA_PARTS,
                     **extra,
                 }
             )
-        terms = {
-            name: float(np.mean([f["terms"][name] for f in folds]))
-            for name in folds[0]["terms"]
-        }
+        combined = aggregate_folds(folds)
         return CalibrationBound(
-            upper=float(sum(terms.values())),
-            lower=max(0.0, float(np.mean([f["lower"] for f in folds]))),
-            estimate=terms["validation_error"],
+            upper=combined["upper"],
+            lower=combined["lower"],
+            estimate=combined["estimate"],
             method=self.method,
             delta=self.delta_,
             n_samples=int(self.n_samples_),
             n_splits=self.n_splits_,
-            terms=terms,
+            terms=combined["terms"],
             per_fold=tuple(folds),
+            vacuous=combined["vacuous"],
             bandwidth=(
                 np.array([f["bandwidth"] for f in folds])
                 if self.method == "nw"
@@ -1015,13 +1035,17 @@ def _bound_pass1(offset, y, p, *, params):
 def _bound_pass2(frozen, offset, p):
     part = copy.copy(frozen)
     part.valid_moments_ = np.zeros_like(frozen.valid_moments_)
+    if frozen.method == "nw":
+        part.valid_cells_ = np.zeros_like(frozen.valid_cells_)
     part.n_validated_ = 0
     part.partial_validate(p, start=offset)
-    return part.valid_moments_, part.n_validated_
+    return part.valid_moments_, getattr(part, "valid_cells_", None), part.n_validated_
 
 
 def _merge_validation(a, b):
-    return np.stack([merge_moments(a[0][i], b[0][i]) for i in range(2)]), a[1] + b[1]
+    moments = np.stack([merge_moments(a[0][i], b[0][i]) for i in range(2)])
+    cells = None if a[1] is None else a[1] + b[1]
+    return moments, cells, a[2] + b[2]
 
 
 def dask_calibration_error_bound(
@@ -1079,8 +1103,10 @@ def dask_calibration_error_bound(
     # Pass 2 needs the fitted surrogates only, not the pass-1 state.
     shared = copy.copy(fitted)
     shared.sums_ = shared.kept_ = None
-    moments, n_valid = map_reduce_blocks(
+    moments, cells, n_valid = map_reduce_blocks(
         _bound_pass2, _merge_validation, (y_proba,), shared=shared, offsets=True
     )
     fitted.valid_moments_, fitted.n_validated_ = moments, n_valid
+    if cells is not None:
+        fitted.valid_cells_ = cells
     return fitted.result()

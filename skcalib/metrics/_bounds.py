@@ -7,9 +7,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from joblib import Parallel, delayed
 
-from .._backend.concentration import smoother_fold_terms, tv_fold_terms
+from .._backend.certificate import (
+    FOLD_DELTA_PARTS,
+    aggregate_folds,
+    fold_delta,
+    smoother_fold_terms,
+    tv_fold_terms,
+)
+from .._backend.score_grid import discretisation_term
 from .._backend.tv import fit_tv_surrogate, step_extension
 from .._backend.window import (
+    NW_HALF_WIDTHS,
     bucket_edges,
     bucket_prefix_sums,
     bucket_smoother,
@@ -17,6 +25,7 @@ from .._backend.window import (
     fine_cells,
     nw_error_bound,
     select_half_width,
+    window_influence,
     window_moments,
     window_prefix_sums,
 )
@@ -25,6 +34,7 @@ from .._validation import (
     check_calibration_inputs,
     check_int,
     check_n_jobs,
+    check_perturbed_scores,
     check_random_generator,
     check_real,
 )
@@ -33,8 +43,6 @@ from ._accumulator import any_dask, dask_calibration_error_bound
 __all__ = ["CalibrationBound", "calibration_error_bound"]
 
 _METHODS = ("nw", "tv", "lipschitz")
-# Window half-widths tried for the NW smoother (chosen on the training part).
-_NW_GRID = np.geomspace(1e-4, 0.25, 28)
 # Training points (evenly spaced in sorted order) used to choose the half-width.
 _NW_SELECT_POINTS = 1000
 # Fractional shifts per bucket count in the Lipschitz baseline.
@@ -50,11 +58,12 @@ class CalibrationBound:
     ----------
     upper : float
         Upper bound on the L1 calibration error ``CE = E|s - η(s)|``, valid
-        with probability at least ``1 - delta``.
+        with probability at least ``1 - delta``: the smallest of the fold
+        bounds, each clipped at 1.
     lower : float
-        Lower bound on ``CE`` (clipped at 0), valid with probability at least
-        ``1 - delta`` on its own (the pair holds jointly with probability at
-        least ``1 - 2 delta``).
+        Lower bound on ``CE`` (the largest fold lower bound, clipped at 0),
+        valid with probability at least ``1 - delta`` on its own (the pair
+        holds jointly with probability at least ``1 - 2 delta``).
     estimate : float
         Point estimate of ``CE``: mean over folds of ``mean_V |η̂(s) - s|``.
     method : str
@@ -62,11 +71,14 @@ class CalibrationBound:
     n_samples : int
     n_splits : int
     terms : dict
-        The additive terms of ``upper``, averaged over folds
-        (``upper == sum(terms.values())``).
+        The additive terms of the fold that gives ``upper``
+        (``upper == min(1, sum(terms.values()))``).
     per_fold : tuple of dict
-        Fold-level ``upper``, ``lower``, ``estimate``, ``terms``, sizes and
-        tuning parameters.
+        Fold-level ``upper`` (clipped at 1), ``lower``, ``estimate``,
+        ``terms``, sizes and tuning parameters.
+    vacuous : bool
+        True when ``upper`` is 1: the sample is too small for the bound to
+        say anything.
     bandwidth : ndarray of shape (n_splits,) or None
         Window half-width of each fold (``method="nw"``).
     n_bins : ndarray of shape (n_splits,) or None
@@ -81,8 +93,10 @@ class CalibrationBound:
     >>> b = calibration_error_bound(prob.y_true, prob.y_proba, random_state=0)
     >>> b.method, b.n_splits, len(b.per_fold)
     ('tv', 5, 5)
-    >>> bool(abs(b.upper - sum(b.terms.values())) < 1e-12)
+    >>> bool(abs(b.upper - min(1.0, sum(b.terms.values()))) < 1e-12)
     True
+    >>> b.vacuous
+    False
     >>> bool(b.lower <= b.estimate <= b.upper)
     True
     """
@@ -96,6 +110,7 @@ class CalibrationBound:
     n_splits: int
     terms: dict = field(repr=False)
     per_fold: tuple = field(repr=False)
+    vacuous: bool = False
     bandwidth: np.ndarray | None = field(default=None, repr=False)
     n_bins: np.ndarray | None = field(default=None, repr=False)
     assume: str | None = None
@@ -109,10 +124,11 @@ class CalibrationBound:
         )
         lines = [
             head,
-            f"  upper    = {self.upper:.6f}",
+            f"  upper    = {self.upper:.6f}"
+            + ("  (vacuous: too few samples)" if self.vacuous else ""),
             f"  estimate = {self.estimate:.6f}",
             f"  lower    = {self.lower:.6f}",
-            "  terms of upper (mean over folds):",
+            "  terms of upper (its fold):",
         ]
         lines += [f"    {k:<22s}{v:.6f}" for k, v in self.terms.items()]
         if self.bandwidth is not None:
@@ -124,60 +140,56 @@ class CalibrationBound:
         return "\n".join(lines)
 
 
-def _smoother_fold(err, g, delta_fold):
+def _smoother_fold(err, g, sum_sq_influence, delta):
     """Fold bound of the smoother-based methods (NW and Lipschitz buckets)."""
-    terms = smoother_fold_terms(
-        err.shape[0], (err.mean(), err.var()), (g.mean(), g.var()), delta_fold
+    return smoother_fold_terms(
+        err.shape[0], (err.mean(), err.var()), g.mean(), sum_sq_influence, delta
     )
-    lower = (
-        terms["validation_error"]
-        - terms["validation_deviation"]
-        - terms["smoother_error"]
-        - terms["smoother_deviation"]
-    )
-    return terms, lower
 
 
-def _nw_fold(s_sorted, y_sorted, held_out, s_valid, delta_fold, *, scale, prefix):
+def _nw_fold(s_sorted, y_sorted, held_out, s_valid, delta, *, scale, prefix):
     """NW fold on the whole sorted sample with the held-out fold subtracted
     from the shared prefix sums (no per-fold copy of the training part)."""
     lip1, lip2 = 1.0 / (2.0 * scale), 3.0 / (2.0 * scale**2)
     exclude = exclusion(s_sorted, y_sorted, held_out)
     # The half-width is chosen from training scores only (evenly spaced in
-    # sorted order), never from the held-out fold.
-    train_idx = np.flatnonzero(~held_out)
+    # sorted order), never from the held-out fold nor from any label: given
+    # the scores it is fixed, as the label-deviation term requires.
+    train = ~held_out
+    train_idx = np.flatnonzero(train)
     n_train = train_idx.shape[0]
     pick = np.linspace(0, n_train - 1, min(n_train, _NW_SELECT_POINTS))
     query = s_sorted[train_idx[np.unique(pick.astype(np.int64))]]
-    hw = select_half_width(s_sorted, prefix, query, _NW_GRID, lip1, lip2, exclude)
-    count, eta, m1, m2 = window_moments(s_sorted, prefix, s_valid, hw, exclude)
+    hw = select_half_width(s_sorted, prefix, query, NW_HALF_WIDTHS, lip1, lip2, exclude)
+    count, eta, m1, m2, lo, hi = window_moments(
+        s_sorted, prefix, s_valid, hw, exclude, return_ranges=True
+    )
     g = nw_error_bound(count, m1, m2, lip1, lip2)
-    terms, lower = _smoother_fold(np.abs(eta - s_valid), g, delta_fold)
+    influence = window_influence(lo, hi, count, s_sorted.shape[0], keep=train)
+    terms, lower = _smoother_fold(np.abs(eta - s_valid), g, influence, delta)
     return terms, lower, {"bandwidth": hw, "n_train": int(n_train)}
 
 
-def _tv_fold(s_train, y_train, s_valid, delta_fold, *, variation, assume):
+def _tv_fold(s_train, y_train, s_valid, delta, *, variation, assume):
     n_train = s_train.shape[0]
-    d = delta_fold / 4.0
     v, fitted_variation, penalty = fit_tv_surrogate(
-        y_train, d, monotone=assume == "monotone"
+        s_train, y_train, delta, monotone=assume == "monotone"
     )
     extra = {} if penalty is None else {"penalty": penalty}
     err = np.abs(s_valid - step_extension(s_train, v, s_valid))
-    terms = tv_fold_terms(
-        err.shape[0], (err.mean(), err.var()), n_train, d, variation, fitted_variation
+    terms, lower = tv_fold_terms(
+        err.shape[0],
+        (err.mean(), err.var()),
+        n_train,
+        delta,
+        variation,
+        fitted_variation,
     )
     extra["fitted_variation"] = fitted_variation
-    lower = (
-        terms["validation_error"]
-        - terms["validation_deviation"]
-        - terms["tv_estimation"]
-        - terms["tv_transfer"]
-    )
     return terms, lower, extra
 
 
-def _lipschitz_fold(s_train, y_train, s_valid, delta_fold, *, lipschitz):
+def _lipschitz_fold(s_train, y_train, s_valid, delta, *, lipschitz, discretisation):
     n_train = s_train.shape[0]
     log2_max = int(min(_MAX_LOG2_BUCKETS, max(1, np.floor(np.log2(n_train)))))
     n_fine = (1 << log2_max) * _N_SHIFTS
@@ -187,11 +199,15 @@ def _lipschitz_fold(s_train, y_train, s_valid, delta_fold, *, lipschitz):
     best_lower = -np.inf
     for log2_b in range(1, log2_max + 1):
         n_buckets = 1 << log2_b
-        delta_c = delta_fold / (n_buckets * _N_SHIFTS)
+        # Σ_B 1/B <= 1 over B = 2, 4, 8, ...: the union over every candidate
+        # stays within the fold's budget.
+        delta_c = delta / (n_buckets * _N_SHIFTS)
         for shift in range(_N_SHIFTS):
             edges = bucket_edges(n_buckets, shift, _N_SHIFTS, n_fine)
-            eta, g = bucket_smoother(prefix, edges, iv, s_valid, lipschitz)
-            terms, lower = _smoother_fold(np.abs(eta - s_valid), g, delta_c)
+            eta, g, influence = bucket_smoother(
+                prefix, edges, iv, s_valid, lipschitz, discretisation
+            )
+            terms, lower = _smoother_fold(np.abs(eta - s_valid), g, influence, delta_c)
             upper = sum(terms.values())
             if best is None or upper < best[0]:
                 best = (upper, terms, {"n_bins": n_buckets, "shift": shift / _N_SHIFTS})
@@ -202,26 +218,25 @@ def _lipschitz_fold(s_train, y_train, s_valid, delta_fold, *, lipschitz):
 _FOLD_FUNCS = {"tv": _tv_fold, "lipschitz": _lipschitz_fold}
 
 
-def _run_fold(method, s_sorted, y_sorted, fold_sorted, k, s_valid, delta_fold, kwargs):
+def _run_fold(method, s_sorted, y_sorted, fold_sorted, k, s_valid, delta, kwargs):
     held_out = fold_sorted == k
     if method == "nw":
         terms, lower, extra = _nw_fold(
-            s_sorted, y_sorted, held_out, s_valid, delta_fold, **kwargs
+            s_sorted, y_sorted, held_out, s_valid, delta, **kwargs
         )
     else:
         train = ~held_out
         s_train, y_train = s_sorted[train], y_sorted[train]
         terms, lower, extra = _FOLD_FUNCS[method](
-            s_train, y_train, s_valid, delta_fold, **kwargs
+            s_train, y_train, s_valid, delta, **kwargs
         )
         extra["n_train"] = int(s_train.shape[0])
     return {
-        "upper": float(sum(terms.values())),
         "lower": float(lower),
         "estimate": terms["validation_error"],
         "terms": terms,
         "n_valid": int(s_valid.shape[0]),
-        "delta": delta_fold,
+        "delta": delta * FOLD_DELTA_PARTS,
         **extra,
     }
 
@@ -272,9 +287,11 @@ def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
                     "lipschitz = 1 / (2 perturbation_scale))."
                 )
             lip = 1.0 / (2.0 * scale)
-        else:
-            lip = check_real(lipschitz, "lipschitz", low=0.0, include_low=False)
-        return {"lipschitz": lip}
+            # The constant comes from the perturbation: the scores live on
+            # its grid, whose cells cost the same as in the NW bound.
+            return {"lipschitz": lip, "discretisation": discretisation_term(lip)}
+        lip = check_real(lipschitz, "lipschitz", low=0.0, include_low=False)
+        return {"lipschitz": lip, "discretisation": 0.0}
     variation = check_real(variation, "variation", low=0.0, include_low=False)
     if assume == "monotone" and variation != 1.0:
         raise ValueError(
@@ -309,9 +326,12 @@ def calibration_error_bound(
     The sample is split into ``n_splits`` folds. For each fold, a surrogate
     ``η̂`` is fitted on the other folds (the training part ``T``) and
     ``E|η̂(s) - s|`` is bounded on (a subsample of) the held-out fold with an
-    empirical Bernstein term; a method-specific term bounds ``E|η̂ - η|``.
-    Each fold uses ``delta / n_splits``; the reported bound is the mean of the
-    fold bounds.
+    empirical Bernstein term; a method-specific term bounds ``E|η̂ - η|``
+    for the realised ``η̂``. Each fold uses ``delta / n_splits``; every fold
+    bound then holds on one event of probability ``1 - delta``, and the
+    smallest of them (clipped at 1) is reported.
+
+    Read more in the :ref:`User Guide <certified>`, which derives every term.
 
     Parameters
     ----------
@@ -325,10 +345,13 @@ def calibration_error_bound(
           default 1 covers every monotone ``η``). Exact total-variation
           denoising on ``T``.
         * ``"nw"``: **only valid for scores produced by the sech perturbation
-          of scale ``perturbation_scale``** (e.g. by
-          ``skcalib.perturbation.PerturbedClassifier``), which guarantees
+          of scale ``perturbation_scale``** (by
+          :class:`~skcalib.PerturbedClassifier` or
+          :func:`~skcalib.perturb_proba`), which guarantees
           ``|η'| <= 1/(2h)`` and ``|η''| <= 3/(2h²)``. Box-kernel
           Nadaraya–Watson smoother on ``T``; usually the tightest bound.
+          Perturbed scores lie on the grid ``k / 2**24``; scores that do not
+          are refused (they were not perturbed, so the assumption fails).
         * ``"lipschitz"``: ``η`` is ``lipschitz``-Lipschitz. Uniform buckets
           with shifts; the best of all bucket counts ``2, 4, 8, ...`` and
           shifts is reported, with ``delta`` union-bounded over them.
@@ -337,7 +360,7 @@ def calibration_error_bound(
     perturbation_scale : float, default=None
         Scale ``h`` of the sech perturbation. Required for ``"nw"``; for
         ``"lipschitz"`` it sets ``lipschitz = 1 / (2h)`` when ``lipschitz`` is
-        not given.
+        not given (the scores must then be perturbed ones, as for ``"nw"``).
     lipschitz : float, default=None
         Lipschitz constant of ``η`` for ``method="lipschitz"``.
     variation : float, default=1.0
@@ -360,7 +383,8 @@ def calibration_error_bound(
     -------
     CalibrationBound
         ``upper``, ``lower``, ``estimate``, the additive ``terms``,
-        ``per_fold`` details and the tuning parameters used.
+        ``per_fold`` details, the ``vacuous`` flag and the tuning parameters
+        used.
 
     Notes
     -----
@@ -404,6 +428,8 @@ def calibration_error_bound(
         y_true, y_proba, pos_label=pos_label, require_binary=True
     )
     y, s = data.y, data.proba
+    if method == "nw" or kwargs.get("discretisation"):
+        check_perturbed_scores(s, method)
     delta = check_real(
         delta, "delta", low=0.0, high=1.0, include_low=False, include_high=False
     )
@@ -431,7 +457,6 @@ def calibration_error_bound(
     # order that does not depend on the labels.
     order = np.argsort(s, kind="stable")
     s_sorted, y_sorted, fold_sorted = s[order], y[order], fold[order]
-    delta_fold = delta / n_splits
     if method == "nw":
         kwargs["prefix"] = window_prefix_sums(s_sorted, y_sorted)
 
@@ -443,23 +468,23 @@ def calibration_error_bound(
             fold_sorted,
             k,
             valid_scores[k],
-            delta_fold,
+            fold_delta(delta, n_splits),
             kwargs,
         )
         for k in range(n_splits)
     )
-    names = folds[0]["terms"].keys()
-    terms = {name: float(np.mean([f["terms"][name] for f in folds])) for name in names}
+    combined = aggregate_folds(folds)
     return CalibrationBound(
-        upper=float(sum(terms.values())),
-        lower=max(0.0, float(np.mean([f["lower"] for f in folds]))),
-        estimate=terms["validation_error"],
+        upper=combined["upper"],
+        lower=combined["lower"],
+        estimate=combined["estimate"],
         method=method,
         delta=delta,
         n_samples=int(n),
         n_splits=n_splits,
-        terms=terms,
+        terms=combined["terms"],
         per_fold=tuple(folds),
+        vacuous=combined["vacuous"],
         bandwidth=np.array([f["bandwidth"] for f in folds]) if method == "nw" else None,
         n_bins=np.array([f["n_bins"] for f in folds])
         if method == "lipschitz"
