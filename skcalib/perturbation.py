@@ -111,6 +111,9 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         given).
     classes_ : ndarray of shape (n_classes,)
         Class labels, those of ``estimator_``.
+    scale_ : float
+        The perturbation scale at fit time (what the certified-bound scorer
+        reads).
     n_features_in_ : int
         Number of features seen during fit (from ``estimator_``, when it has it).
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -228,6 +231,9 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         copy_fitted_attributes(self, self.estimator_)
         self.classes_ = self.estimator_.classes_
+        # The scale the scores are perturbed at: how scorers and displays
+        # recognise perturbed scores (and certify them with the NW bound).
+        self.scale_ = _check_scale(self.scale)
         return self
 
     def predict_proba(self, X):
@@ -534,8 +540,7 @@ def select_perturbation_scale(
     >>> result.recommended_scale in result.scales
     True
     """
-    from .metrics import get_scorer
-    from .metrics._bound_scorer import certified_bound
+    from .metrics import calibration_error_bound, get_scorer
 
     scales = _check_scales(2.0 ** -np.arange(3, 10) if scales is None else scales)
     tolerance = check_real(tolerance, "tolerance", low=0.0)
@@ -602,7 +607,7 @@ def select_perturbation_scale(
 
     bound_seed = int(rng.integers(0, 2**32 - 1))
     bounds = Parallel(n_jobs=n_jobs)(
-        delayed(certified_bound)(
+        delayed(calibration_error_bound)(
             y_oof,
             pooled(k),
             labels=classes,
@@ -613,7 +618,7 @@ def select_perturbation_scale(
         )
         for k, scale in enumerate(scales)
     )
-    base_bound = certified_bound(
+    base_bound = calibration_error_bound(
         y_oof,
         pooled(None),
         labels=classes,

@@ -461,5 +461,23 @@ def test_bad_data():
         calibration_error_bound(y[:-1], s)
     with pytest.raises(ValueError, match="n_splits"):
         calibration_error_bound(y[:9], s[:9], n_splits=5)
-    with pytest.raises(ValueError, match="binary"):
-        calibration_error_bound(np.arange(12) % 3, np.full((12, 3), 1 / 3))
+    with pytest.raises(ValueError, match="multi_class"):
+        calibration_error_bound(
+            np.arange(12) % 3, np.full((12, 3), 1 / 3), multi_class="classwise"
+        )
+
+
+def test_multiclass_is_the_top_label_problem():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet([1, 1, 1], 3000)
+    y = np.array([rng.choice(3, p=row) for row in P])
+    labels = np.array(["a", "b", "c"])
+    b = calibration_error_bound(labels[y], P, labels=labels, random_state=0)
+    correct = (P.argmax(axis=1) == y).astype(int)
+    ref = calibration_error_bound(correct, P.max(axis=1), random_state=0)
+    assert b.upper == ref.upper and b.estimate == ref.estimate
+    # labels= gives the column order even when a class is missing.
+    keep = y != 2
+    c = calibration_error_bound(labels[y][keep], P[keep], labels=labels, random_state=0)
+    ref = calibration_error_bound(correct[keep], P[keep].max(axis=1), random_state=0)
+    assert c.upper == ref.upper

@@ -1060,12 +1060,12 @@ def dask_calibration_error_bound(
     assume,
     n_splits,
     pos_label,
+    labels,
     random_state,
-    n_jobs,
 ):
     """``calibration_error_bound`` on dask arrays: the two-pass scheme of
-    :class:`StreamingCalibrationBound` (``"nw"`` or ``"tv"``), each pass a
-    map-reduce over the blocks."""
+    :class:`StreamingCalibrationBound` (``"nw"`` or ``"tv"``, binary problems),
+    each pass a map-reduce over the blocks."""
     from .._validation import check_random_generator
 
     if method not in _STREAM_METHODS or lipschitz is not None:
@@ -1077,6 +1077,8 @@ def dask_calibration_error_bound(
     # The classes of the whole sample, as in memory: a block holding one
     # class alone cannot tell which one it is.
     classes = map_reduce_blocks(_block_classes, _union_classes, (y_true, y_proba))
+    if labels is not None:
+        classes = np.asarray(labels)
     data = check_calibration_inputs(
         classes, np.zeros(classes.shape[0]), pos_label=pos_label, require_binary=True
     )

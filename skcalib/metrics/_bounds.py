@@ -30,9 +30,11 @@ from .._backend.window import (
     window_prefix_sums,
 )
 from .._validation import (
+    binary_tasks,
     check_bound_scale,
     check_calibration_inputs,
     check_int,
+    check_multi_class,
     check_n_jobs,
     check_perturbed_scores,
     check_random_generator,
@@ -43,6 +45,7 @@ from ._accumulator import any_dask, dask_calibration_error_bound
 __all__ = ["CalibrationBound", "calibration_error_bound"]
 
 _METHODS = ("nw", "tv", "lipschitz")
+_MULTI_CLASS = ("top-label",)
 # Training points (evenly spaced in sorted order) used to choose the half-width.
 _NW_SELECT_POINTS = 1000
 # Fractional shifts per bucket count in the Lipschitz baseline.
@@ -312,10 +315,12 @@ def calibration_error_bound(
     assume=None,
     n_splits=5,
     pos_label=None,
+    labels=None,
+    multi_class="top-label",
     random_state=None,
     n_jobs=None,
 ):
-    """Certified bound on the L1 calibration error of a binary classifier.
+    """Certified bound on the L1 calibration error of a classifier.
 
     With probability at least ``1 - delta`` over the sample, ``upper`` is at
     least the true calibration error ``CE = E|s - η(s)|``, where
@@ -336,10 +341,11 @@ def calibration_error_bound(
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels.
-    y_proba : array-like of shape (n_samples,) or (n_samples, 2)
-        Scores (predicted probability of the positive class), drawn i.i.d.
-        together with the labels.
+        True labels.
+    y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Scores (1-D: predicted probability of the positive class), drawn
+        i.i.d. together with the labels. With three or more classes the bound
+        is on the top-label problem (see ``multi_class``).
     method : {"tv", "nw", "lipschitz"}, default="tv"
         * ``"tv"``: ``η`` has total variation at most ``variation`` (the
           default 1 covers every monotone ``η``). Exact total-variation
@@ -373,7 +379,16 @@ def calibration_error_bound(
     n_splits : int, default=5
         Number of cross-fitting folds, >= 2.
     pos_label : int, float, bool or str, default=None
-        The positive class; ``None`` means the greater label.
+        The positive class of a binary problem; ``None`` means the greater
+        label.
+    labels : array-like of shape (n_classes,), default=None
+        Class labels of the columns of a 2-D ``y_proba`` (e.g.
+        ``estimator.classes_``), for data where some class is absent.
+    multi_class : {"top-label"}, default="top-label"
+        With three or more classes, the calibration error of the top-label
+        confidence: ``E|c - P(y = argmax | c)|``, the problem that
+        :class:`~skcalib.PerturbedClassifier` perturbs. It is the only notion a
+        single certificate covers.
     random_state : int, Generator, RandomState or None, default=None
         Fold assignment and validation subsampling.
     n_jobs : int, default=None
@@ -422,12 +437,25 @@ def calibration_error_bound(
     if any_dask(y_true, y_proba):
         if method != "lipschitz":  # which the dask path rejects by name
             _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
-        return dask_calibration_error_bound(**locals())
+        check_multi_class(multi_class, _MULTI_CLASS)
+        return dask_calibration_error_bound(
+            y_true,
+            y_proba,
+            method=method,
+            delta=delta,
+            perturbation_scale=perturbation_scale,
+            lipschitz=lipschitz,
+            variation=variation,
+            assume=assume,
+            n_splits=n_splits,
+            pos_label=pos_label,
+            labels=labels,
+            random_state=random_state,
+        )
     kwargs = _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
-    data = check_calibration_inputs(
-        y_true, y_proba, pos_label=pos_label, require_binary=True
-    )
-    y, s = data.y, data.proba
+    check_multi_class(multi_class, _MULTI_CLASS)
+    data = check_calibration_inputs(y_true, y_proba, pos_label=pos_label, labels=labels)
+    ((y, s, _),) = binary_tasks(data, multi_class)
     if method == "nw" or kwargs.get("discretisation"):
         check_perturbed_scores(s, method)
     delta = check_real(
