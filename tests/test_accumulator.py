@@ -363,7 +363,8 @@ def test_two_pass_bound_covers_true_ce(problem, h):
     )
     b = _two_pass(d.y_true, d.y_proba, h, chunk=50_000, random_state=0).result()
     assert b.lower <= d.calibration_error <= b.upper
-    assert b.upper - d.calibration_error < 0.035  # informative, not just <= 1
+    # Informative, not just <= 1 (the realised-fit terms cost about 0.01 here).
+    assert b.upper - d.calibration_error < 0.045
     assert b.upper == pytest.approx(sum(b.terms.values()))
     assert b.upper == min(f["upper"] for f in b.per_fold)
 

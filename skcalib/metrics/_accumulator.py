@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import numbers
 
 import numpy as np
 
@@ -54,10 +55,10 @@ from .._backend.distributed import (
 from .._backend.grid import FINE_M
 from .._backend.tv import fit_tv_surrogate, step_extension
 from .._backend.window import NW_HALF_WIDTHS
+from .._params import RULES, Interval, StrOptions, check_params
 from .._validation import (
     MAX_STREAM_POSITION,
     check_binned_options,
-    check_bound_scale,
     check_calibration_inputs,
     check_int,
     check_label_chunk,
@@ -351,7 +352,7 @@ class CalibrationAccumulator:
         Returns
         -------
         stats : ndarray of shape (2**16 + 1, 3)
-            Linearly binned on the grid ``j / 2**16`` (see DESIGN §4.1).
+            Linearly binned on the grid ``j / 2**16`` (linear binning).
         """
         pos, neg = self._slots()
         return node_statistics(self.moments_, pos, neg)
@@ -680,36 +681,34 @@ class StreamingCalibrationBound:
         self.labels = labels
         self.random_state = random_state
 
-    def _setup(self):
-        from .._validation import check_random_generator, check_real
+    _parameter_constraints = {
+        "method": StrOptions(*_STREAM_METHODS),
+        "perturbation_scale": RULES["perturbation_scale"],
+        "variation": RULES["variation"],
+        "assume": RULES["assume"],
+        "delta": RULES["delta"],
+        "n_splits": RULES["n_splits"],
+        "max_train": Interval(numbers.Integral, 2, None),
+        "random_state": RULES["random_state"],
+    }
 
-        check_multi_class(self.method, _STREAM_METHODS, name="method")
-        self.n_splits_ = check_int(self.n_splits, "n_splits", min_val=2)
+    def _setup(self):
+        from .._validation import check_random_generator
+
+        check_params(type(self).__name__, self.__dict__, self._parameter_constraints)
+        self.n_splits_ = int(self.n_splits)
         if self.method == "nw":
             if self.perturbation_scale is None:
                 raise ValueError("method='nw' needs perturbation_scale.")
-            self.scale_ = check_bound_scale(self.perturbation_scale)
+            self.scale_ = float(self.perturbation_scale)
             self.sums_ = np.zeros((4, self.n_splits_, FINE_M), dtype=np.float64)
         else:
-            if self.assume not in (None, "monotone"):
-                raise ValueError(
-                    f"assume must be None or 'monotone'; got {self.assume!r}."
-                )
-            self.variation_ = check_real(
-                self.variation, "variation", low=0.0, include_low=False
-            )
+            self.variation_ = float(self.variation)
             if self.assume == "monotone" and self.variation_ != 1.0:
                 raise ValueError("assume='monotone' fixes the variation to 1.")
-            self.max_train_ = check_int(self.max_train, "max_train", min_val=2)
+            self.max_train_ = int(self.max_train)
             self.kept_ = (np.empty(0), [np.empty(0), np.empty(0), np.empty(0, int)])
-        self.delta_ = check_real(
-            self.delta,
-            "delta",
-            low=0.0,
-            high=1.0,
-            include_low=False,
-            include_high=False,
-        )
+        self.delta_ = float(self.delta)
         rng = check_random_generator(self.random_state)
         self.seed_ = int(rng.integers(0, 2**63))
         self.n_samples_ = 0

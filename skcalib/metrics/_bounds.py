@@ -29,16 +29,12 @@ from .._backend.window import (
     window_moments,
     window_prefix_sums,
 )
+from .._params import StrOptions, validate_params
 from .._validation import (
     binary_tasks,
-    check_bound_scale,
     check_calibration_inputs,
-    check_int,
-    check_multi_class,
-    check_n_jobs,
     check_perturbed_scores,
     check_random_generator,
-    check_real,
 )
 from ._accumulator import any_dask, dask_calibration_error_bound
 
@@ -249,12 +245,9 @@ def _validation_size(n_samples):
 
 
 def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
-    """Check the method-specific parameters; return the fold function's kwargs."""
-    if method not in _METHODS:
-        raise ValueError(
-            f"method must be one of {', '.join(map(repr, _METHODS))}; got {method!r}."
-        )
-    if assume is not None and (method != "tv" or assume != "monotone"):
+    """The fold function's kwargs; the cross-parameter rules of each method
+    (the scalar rules are checked by ``validate_params``)."""
+    if assume is not None and method != "tv":
         raise ValueError(
             "assume must be None or 'monotone' (with method='tv'); "
             f"got assume={assume!r} with method={method!r}."
@@ -271,38 +264,34 @@ def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
     for name, given in unused.items():
         if given:
             raise ValueError(f"{name} is not used by method={method!r}.")
-    scale = None
-    if perturbation_scale is not None:
-        scale = check_bound_scale(perturbation_scale)
     if method == "nw":
-        if scale is None:
+        if perturbation_scale is None:
             raise ValueError(
                 "method='nw' needs perturbation_scale, the scale h of the sech "
                 "perturbation that produced the scores."
             )
-        return {"scale": scale}
+        return {"scale": float(perturbation_scale)}
     if method == "lipschitz":
         if lipschitz is None:
-            if scale is None:
+            if perturbation_scale is None:
                 raise ValueError(
                     "method='lipschitz' needs lipschitz= (a Lipschitz constant of "
                     "the calibration function) or perturbation_scale= (then "
                     "lipschitz = 1 / (2 perturbation_scale))."
                 )
-            lip = 1.0 / (2.0 * scale)
+            lip = 1.0 / (2.0 * perturbation_scale)
             # The constant comes from the perturbation: the scores live on
             # its grid, whose cells cost the same as in the NW bound.
             return {"lipschitz": lip, "discretisation": discretisation_term(lip)}
-        lip = check_real(lipschitz, "lipschitz", low=0.0, include_low=False)
-        return {"lipschitz": lip, "discretisation": 0.0}
-    variation = check_real(variation, "variation", low=0.0, include_low=False)
+        return {"lipschitz": float(lipschitz), "discretisation": 0.0}
     if assume == "monotone" and variation != 1.0:
         raise ValueError(
             "assume='monotone' fixes the variation to 1; leave variation=1.0."
         )
-    return {"variation": variation, "assume": assume}
+    return {"variation": float(variation), "assume": assume}
 
 
+@validate_params(method=StrOptions(*_METHODS), multi_class=StrOptions(*_MULTI_CLASS))
 def calibration_error_bound(
     y_true,
     y_proba,
@@ -437,7 +426,6 @@ def calibration_error_bound(
     if any_dask(y_true, y_proba):
         if method != "lipschitz":  # which the dask path rejects by name
             _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
-        check_multi_class(multi_class, _MULTI_CLASS)
         return dask_calibration_error_bound(
             y_true,
             y_proba,
@@ -453,15 +441,10 @@ def calibration_error_bound(
             random_state=random_state,
         )
     kwargs = _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
-    check_multi_class(multi_class, _MULTI_CLASS)
     data = check_calibration_inputs(y_true, y_proba, pos_label=pos_label, labels=labels)
     ((y, s, _),) = binary_tasks(data, multi_class)
     if method == "nw" or kwargs.get("discretisation"):
         check_perturbed_scores(s, method)
-    delta = check_real(
-        delta, "delta", low=0.0, high=1.0, include_low=False, include_high=False
-    )
-    n_splits = check_int(n_splits, "n_splits", min_val=2)
     n = s.shape[0]
     if n < 2 * n_splits:
         raise ValueError(
@@ -469,7 +452,6 @@ def calibration_error_bound(
             "at least 2 samples (n_samples >= 2 * n_splits)."
         )
     rng = check_random_generator(random_state)
-    check_n_jobs(n_jobs)
 
     fold = np.empty(n, dtype=np.int64)
     fold[rng.permutation(n)] = np.arange(n) % n_splits
