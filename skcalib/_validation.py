@@ -144,7 +144,10 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
             msg = f"{name}: {msg}"
         raise ValueError(msg) from None
     except TypeError as exc:
-        raise TypeError(f"{name} must be numeric probabilities: {exc}") from None
+        msg = str(exc)
+        if name not in msg:
+            msg = f"{name} must be numeric probabilities: {msg}"
+        raise TypeError(msg) from None
     if arr.ndim == 2 and arr.shape[1] == 1 and allow_1d:
         arr = arr[:, 0]
     if arr.ndim == 1 and not allow_1d:
@@ -850,6 +853,21 @@ def _column_or_1d(y, *, warn=False):
     return column_or_1d(y, warn=warn)
 
 
+def _refuse_text(x, name):
+    # numpy and check_array would parse "0.3" as a number: text is a mistake
+    # about the column, not a probability.
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    if kind is None and not hasattr(x, "__array__"):
+        kind = np.asarray(x, dtype=object).dtype.kind
+        values = np.asarray(x, dtype=object).ravel()
+    elif kind == "O":
+        values = np.asarray(x, dtype=object).ravel()
+    else:
+        values = ()
+    if kind in ("U", "S") or any(isinstance(v, (str, bytes)) for v in values):
+        raise TypeError(f"{name} must be numeric probabilities, got text values.")
+
+
 def _float_array(x, name, *, copy=False):
     """``sklearn.utils.check_array`` as a float64 array of 1 or 2 dimensions.
 
@@ -863,6 +881,8 @@ def _float_array(x, name, *, copy=False):
         and (x.ndim == 1 or (x.ndim == 2 and x.shape[1] > 0))
     ):
         from sklearn.utils import check_array
+
+        _refuse_text(x, name)
 
         return check_array(
             x,

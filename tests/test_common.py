@@ -1,0 +1,238 @@
+"""Common tests: every public metric through one battery.
+
+Bad input of every class gets a ``ValueError`` / ``TypeError`` that names the
+argument; integer weights equal repeated rows where that is defined; the
+value does not depend on the order of the rows; inputs are never modified;
+the same ``random_state`` gives the same result.
+"""
+
+import numpy as np
+import pytest
+
+from skcalib.metrics import (
+    binned_calibration_error,
+    calibration_error_bound,
+    kde_calibration_error,
+    smooth_calibration_curve,
+    smooth_ece,
+)
+
+
+def _value(result):
+    """The number a metric reports, whatever its return convention."""
+    for attr in ("upper", "value", "ece", "estimate"):
+        if hasattr(result, attr):
+            return float(getattr(result, attr))
+    if isinstance(result, tuple):
+        return _value(result[0])
+    return float(result)
+
+
+def _curve_value(result):
+    parts = [result.y_smooth, result.density, result.y_smooth_low, result.y_smooth_high]
+    return np.concatenate([np.ravel(a) for a in parts if a is not None])
+
+
+# name -> (function, extra kwargs, takes sample_weight, integer weights are
+# repeated rows, random)
+METRICS = {
+    "smooth_ece": (smooth_ece, {}, True, True, False),
+    "smooth_calibration_curve": (
+        smooth_calibration_curve,
+        {"n_bootstrap": 20, "random_state": 0},
+        True,
+        False,  # the bootstrap resamples rows, not weights
+        True,
+    ),
+    "binned_ece": (binned_calibration_error, {}, True, True, False),
+    "binned_rmsce_debiased": (
+        binned_calibration_error,
+        {"norm": "l2", "debias": True},
+        True,
+        True,
+        False,
+    ),
+    "kde_ece": (kde_calibration_error, {"bandwidth": 0.05}, True, False, False),
+    "bound_tv": (calibration_error_bound, {"random_state": 0}, False, False, True),
+}
+IDS = list(METRICS)
+
+
+def data(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    p = np.round(rng.uniform(0.02, 0.98, n), 2)  # ties on purpose
+    y = (rng.uniform(size=n) < p**1.3).astype(int)
+    return y, p
+
+
+def call(name, y, p, **kw):
+    func, extra, *_ = METRICS[name]
+    return func(y, p, **{**extra, **kw})
+
+
+def number(name, result):
+    if name == "smooth_calibration_curve":
+        return _curve_value(result)
+    if hasattr(result, "per_fold"):  # a certificate: every fold's numbers
+        return np.array(
+            [[f["upper"], f["lower"], f["estimate"]] for f in result.per_fold]
+        )
+    return _value(result)
+
+
+BAD_INPUTS = [
+    # (description, y, p, kwargs, expected exception, word in the message)
+    ("nan score", None, "nan", {}, ValueError, "y_proba"),
+    ("inf score", None, "inf", {}, ValueError, "y_proba"),
+    ("score above 1", None, "above", {}, ValueError, "y_proba"),
+    ("score below 0", None, "below", {}, ValueError, "y_proba"),
+    ("rows not summing to 1", None, "rows", {}, ValueError, "y_proba"),
+    ("length mismatch", "short", None, {}, ValueError, "inconsistent|length"),
+    ("empty", "empty", "empty", {}, ValueError, "empty|0 sample"),
+    ("3-D scores", None, "3d", {}, ValueError, "y_proba"),
+    ("text scores", None, "text", {}, (ValueError, TypeError), "y_proba"),
+    ("unknown pos_label", None, None, {"pos_label": 7}, ValueError, "pos_label"),
+    (
+        "array pos_label",
+        None,
+        None,
+        {"pos_label": [1]},
+        (ValueError, TypeError),
+        "pos_label",
+    ),
+    ("labels not a list", None, None, {"labels": 5}, (ValueError, TypeError), "labels"),
+    ("nan label", "nan", None, {}, ValueError, "y_true"),
+    (
+        "three labels, 1-D scores",
+        "three",
+        None,
+        {},
+        ValueError,
+        "y_true|y_proba|binary|classes",
+    ),
+]
+
+
+def corrupt(kind_y, kind_p, y, p):
+    y = y.astype(float) if kind_y == "nan" else y.copy()
+    p = p.copy()
+    if kind_y == "short":
+        y = y[:-1]
+    elif kind_y == "empty":
+        y = y[:0]
+    elif kind_y == "nan":
+        y[3] = np.nan
+    elif kind_y == "three":
+        y = np.arange(y.size) % 3
+    if kind_p == "nan":
+        p[2] = np.nan
+    elif kind_p == "inf":
+        p[2] = np.inf
+    elif kind_p == "above":
+        p[2] = 1.5
+    elif kind_p == "below":
+        p[2] = -0.5
+    elif kind_p == "rows":
+        p = np.column_stack([1 - p, p]) * 1.2
+    elif kind_p == "empty":
+        p = p[:0]
+    elif kind_p == "3d":
+        p = np.stack([1 - p, p], axis=1)[:, :, None]
+    elif kind_p == "text":
+        p = p.astype(str)
+    return y, p
+
+
+@pytest.mark.parametrize("name", IDS)
+@pytest.mark.parametrize(
+    "description, kind_y, kind_p, kwargs, exc, word",
+    BAD_INPUTS,
+    ids=[b[0] for b in BAD_INPUTS],
+)
+def test_bad_input_is_named(name, description, kind_y, kind_p, kwargs, exc, word):
+    y, p = corrupt(kind_y, kind_p, *data())
+    with pytest.raises(exc, match=word):
+        call(name, y, p, **kwargs)
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if METRICS[n][2]])
+@pytest.mark.parametrize(
+    "weights, word",
+    [
+        ("negative", "sample_weight"),
+        ("zeros", "sample_weight"),
+        ("nan", "sample_weight"),
+        ("short", "sample_weight|inconsistent"),
+        ("2-D", "sample_weight"),
+    ],
+)
+def test_bad_weights_are_named(name, weights, word):
+    y, p = data()
+    w = np.ones(y.size)
+    if weights == "negative":
+        w[4] = -1.0
+    elif weights == "zeros":
+        w[:] = 0.0
+    elif weights == "nan":
+        w[4] = np.nan
+    elif weights == "short":
+        w = w[:-1]
+    elif weights == "2-D":
+        w = w[:, None]
+    with pytest.raises((ValueError, TypeError), match=word):
+        call(name, y, p, sample_weight=w)
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_bad_multi_class_is_named(name):
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet([1, 1, 1], 300)
+    y = np.array([rng.choice(3, p=row) for row in P])
+    with pytest.raises(ValueError, match="multi_class"):
+        call(name, y, P, multi_class="bogus")
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if METRICS[n][3]])
+def test_integer_weights_are_repeated_rows(name):
+    y, p = data(200)
+    w = np.random.default_rng(1).integers(0, 4, y.size)
+    w[0] = max(w[0], 1)
+    repeated = call(name, np.repeat(y, w), np.repeat(p, w))
+    weighted = call(name, y, p, sample_weight=w)
+    np.testing.assert_allclose(
+        number(name, weighted), number(name, repeated), rtol=1e-9, atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if not METRICS[n][4]])
+def test_row_order_does_not_matter(name):
+    y, p = data()
+    order = np.random.default_rng(2).permutation(y.size)
+    np.testing.assert_allclose(
+        number(name, call(name, y[order], p[order])),
+        number(name, call(name, y, p)),
+        rtol=1e-9,
+        atol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_inputs_are_not_modified(name):
+    y, p = data()
+    P = np.column_stack([1 - p, p])
+    w = np.linspace(0.5, 2.0, y.size)
+    copies = y.copy(), P.copy(), w.copy()
+    kw = {"sample_weight": w} if METRICS[name][2] else {}
+    call(name, y, P, **kw)
+    for before, after in zip(copies, (y, P, w), strict=True):
+        np.testing.assert_array_equal(before, after)
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if METRICS[n][4]])
+def test_same_random_state_same_result(name):
+    y, p = data()
+    a = number(name, call(name, y, p, random_state=3))
+    b = number(name, call(name, y, p, random_state=3))
+    np.testing.assert_array_equal(a, b)
+    c = number(name, call(name, y, p, random_state=4))
+    assert not np.array_equal(a, c)
