@@ -36,7 +36,7 @@ def _log_kernel_bf(x, f, b):
 
 
 def brute_terms(y, F, b, p, debias):
-    """O(n^2) double loop: canonical per-sample terms of DESIGN.md 4.4."""
+    """O(n^2) double loop: canonical per-sample terms of the ECE-KDE definition."""
     n, K = F.shape
     terms = np.empty(n)
     for j in range(n):
@@ -61,7 +61,7 @@ def brute_terms(y, F, b, p, debias):
 
 
 def brute_value(y, F, b, p, debias, mode):
-    """Reduce to the canonical brute force as DESIGN.md 4.4 prescribes."""
+    """Reduce to the canonical brute force."""
     if mode == "canonical":
         return brute_terms(y, F, b, p, debias).mean()
     if mode == "binary":  # F is the 1-D positive-class score here
