@@ -187,6 +187,25 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
     return arr
 
 
+def check_estimator_proba(proba, estimator, n_samples):
+    """Check what a wrapped estimator's ``predict_proba`` returned.
+
+    It must be a probability matrix with one row per sample and one column per
+    class of ``estimator.classes_``; anything else is reported with the
+    estimator's name instead of failing later inside numpy.
+    """
+    name = f"{type(estimator).__name__}.predict_proba"
+    n_classes = len(estimator.classes_)
+    shape = np.shape(proba)
+    if shape != (n_samples, n_classes):
+        raise ValueError(
+            f"{name} returned an array of shape {shape}; expected "
+            f"({n_samples}, {n_classes}): one row per sample and one column per "
+            "class of classes_."
+        )
+    return check_probability_array(proba, name=f"the output of {name}")
+
+
 def check_probability_matrix(P, *, name="X", n_classes=None):
     """Validate a 2-D probability matrix as given to a recalibrator.
 

@@ -51,6 +51,7 @@ from ._meta import (
 from ._validation import (
     as_probability_columns,
     check_column_labels,
+    check_estimator_proba,
     check_known_labels,
     check_multi_class,
     check_n_jobs,
@@ -582,7 +583,10 @@ def _is_one_dimensional(calibrator):
 
 def _full_proba(estimator, X, classes):
     """``predict_proba`` with one column per class of ``classes`` (absent ones 0)."""
-    return align_proba_columns(estimator.predict_proba(X), estimator.classes_, classes)
+    proba = check_estimator_proba(
+        estimator.predict_proba(X), estimator, _num_samples(X)
+    )
+    return align_proba_columns(proba, estimator.classes_, classes)
 
 
 def _fit_calibrator(calibrator, P, y_idx, sample_weight):

@@ -427,8 +427,10 @@ def test_bound_display_terms_and_references():
         bottoms = [r.get_y() for r in bars]
         assert np.all(np.array(bottoms) >= 0)
     np.testing.assert_allclose(tops, disp.upper)
+    # The bars show the terms of the fold that gives the bound.
     np.testing.assert_allclose(
-        [r.get_height() for r in disp.bars_["estimate"]], disp.estimate
+        [r.get_height() for r in disp.bars_["estimate"]],
+        [t["validation_error"] for t in disp.terms],
     )
     np.testing.assert_allclose([sum(t.values()) for t in disp.terms], disp.upper)
     # Both assumptions hold (eta = s**2 is monotone and 2-Lipschitz): each

@@ -946,3 +946,33 @@ def test_refit_with_another_method_leaves_no_attribute_of_the_first():
     P3 = np.random.default_rng(0).dirichlet(np.ones(3), 300)
     rc = KernelRecalibrator(method="classwise", bandwidth=0.1).fit(P3, y3)
     assert rc.bandwidth_scores_ is None
+
+
+class _BadOutput(ClassifierMixin, BaseEstimator):
+    """A classifier whose predict_proba returns what ``kind`` says."""
+
+    def __init__(self, kind="1-D"):
+        self.kind = kind
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        n = len(X)
+        if self.kind == "1-D":
+            return np.full(n, 0.5)
+        if self.kind == "one column":
+            return np.full((n, 1), 1.0)
+        out = np.full((n, len(self.classes_)), 1.0 / len(self.classes_))
+        out[0, 0] = np.nan
+        return out
+
+
+@pytest.mark.parametrize("kind", ["1-D", "one column", "nan"])
+def test_wrapped_predict_proba_output_is_checked(kind):
+    # Read where it is read: the error names the wrapped estimator.
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    y = np.arange(200) % 2
+    with pytest.raises(ValueError, match="_BadOutput.predict_proba"):
+        RecalibratedClassifier(_BadOutput(kind), cv=2).fit(X, y)

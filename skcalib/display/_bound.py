@@ -17,7 +17,8 @@ __all__ = ["CalibrationBoundDisplay"]
 _TERM_GROUPS = {
     "validation_error": "estimate",
     "validation_deviation": "concentration",
-    "smoother_deviation": "concentration",
+    "label_deviation": "concentration",
+    "transfer": "concentration",
     "smoother_error": "approximation",
     "tv_estimation": "approximation",
     "tv_transfer": "approximation",
