@@ -215,7 +215,8 @@ def test_noise_independent_of_labels_and_features():
     X2[:, 1] = -X2[:, 1]
     assert_array_equal(clf.predict_proba(X2)[:, 1], s)
     assert abs(stats.spearmanr(s, X[:, 1]).statistic) < 0.1
-    assert np.unique(s).size == s.size
+    # Independent draws: on the grid two may coincide, but rarely.
+    assert np.unique(s).size > 0.99 * s.size
 
 
 # ---------------------------------------------------------------------------
