@@ -284,7 +284,7 @@ def _noise_blocks(noise, h, bitgen, start, stop, loops):
         x = noise[first : min(first + _SECH_BLOCK, stop)]
         bits = bitgen.random_raw(x.shape[0]).view(np.int64)
         if loops is None:
-            _noise_passes(bits, h, x, scratch)
+            _noise_passes(bits, h, x, scratch.bits[: x.shape[0]])
         else:
             angles, sign_and_scale = loops[:2]
             angles(bits, _ANGLE_PER_UNIT, x)
@@ -292,13 +292,12 @@ def _noise_blocks(noise, h, bitgen, start, stop, loops):
             sign_and_scale(x, bits, np.float64(h))
 
 
-def _noise_passes(bits, h, out, scratch):
+def _noise_passes(bits, h, out, mag):
     """``h X`` in ``out`` from the int64 draws ``bits``, by numpy passes.
 
     The twin of the compiled loops (same operations, same rounding).
-    ``bits`` is overwritten.
+    ``bits`` is overwritten; ``mag`` is an int64 work array of its shape.
     """
-    mag = scratch.bits[: bits.shape[0]]
     np.bitwise_and(bits, _LOW_BITS, out=mag)
     np.multiply(mag, _ANGLE_PER_UNIT, out=out)
     _log_tan(out)
@@ -388,7 +387,7 @@ def _sech_redraw(centres, h, rng, out, todo, grid):
         if todo.size == 0:
             return
         bits = rng.bit_generator.random_raw(todo.size).view(np.int64)
-        noise = _noise_passes(bits, h, np.empty(todo.size), _SechScratch(todo.size))
+        noise = _noise_passes(bits, h, np.empty(todo.size), np.empty_like(bits))
         x = np.clip(centres, 0.0, 1.0) + noise
         ok = (x >= 0.0) & (x <= 1.0)
         if grid:
