@@ -3,23 +3,36 @@
 1. ``predict_proba`` overhead on 1e6 rows on top of a LogisticRegression
    (target: under 20 % extra), measured side by side in one run: median of
    the per-round ratios and ratio of the best times, with the compiled loops
-   (numba) and with numpy passes only; then the parts alone. The noise is
-   drawn in a background thread while the base model predicts, and the
-   perturbed probabilities are written into the base model's output.
+   (numba) and with numpy passes only; then the parts alone. The noise (64
+   random bits and a double-precision ``h ln tan`` per proposal) is drawn in
+   a background thread while the base model predicts, into a buffer that
+   then receives the perturbed probabilities, rounded to the grid
+   ``k / 2**24``. With ``--old-rev REV`` (default: the commit before the
+   float64 sampler) the sampler of that revision (float32 noise, 32 bits per
+   proposal, no grid, written into the base model's output) is timed in the
+   same rounds, from a copy of its package taken with ``git archive``.
    "cores" is CPU time over wall time: BLAS worker threads that keep spinning
    after a matrix product count there.
 2. Certified bound vs AUROC over perturbation scales on real datasets
    (breast cancer; digits as a binary "digit >= 5" problem), from
    :func:`skcalib.select_perturbation_scale`.
 
-Run: ``python benchmarks/bench_perturbation.py [--rows N] [--features D]``.
+Run: ``python benchmarks/bench_perturbation.py [--rows N] [--features D]
+[--old-rev REV | --old-rev ""] [--skip-table]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import io
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits
@@ -31,30 +44,51 @@ from threadpoolctl import threadpool_info
 
 from skcalib import PerturbedClassifier, select_perturbation_scale
 from skcalib._backend import sech_sampler
-from skcalib._backend.perturbation import perturb_proba
+from skcalib._backend.perturbation import perturb_proba, perturbation_noise_async
 from skcalib._backend.sech_sampler import sech_noise, sech_sample
 from skcalib.perturbation import DEFAULT_SCALE
 
+# The last commit with the float32 sampler.
+OLD_REV = "d70e486"
+
 
 @contextmanager
-def _patched(**values):
-    """Temporarily change module constants of the sampler (for comparisons)."""
-    saved = {name: getattr(sech_sampler, name) for name in values}
+def _patched(module, **values):
+    """Temporarily change module constants of a sampler (for comparisons)."""
+    saved = {name: getattr(module, name) for name in values}
     for name, value in values.items():
-        setattr(sech_sampler, name, value)
+        setattr(module, name, value)
     try:
         yield
     finally:
         for name, value in saved.items():
-            setattr(sech_sampler, name, value)
+            setattr(module, name, value)
 
 
-def _with(func, **values):
+def _with(func, module=sech_sampler, **values):
     def run():
-        with _patched(**values):
+        with _patched(module, **values):
             return func()
 
     return run
+
+
+def _old_package(rev, where):
+    """The ``skcalib`` package of ``rev``, imported as ``skcalib_old``.
+
+    Its imports are relative, so a renamed copy loads beside the current one.
+    """
+    repo = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", rev, "skcalib"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(where, filter="data")
+    Path(where, "skcalib").rename(Path(where, "skcalib_old"))
+    sys.path.insert(0, where)
+    return importlib.import_module("skcalib_old")
 
 
 def _interleaved(runs, repeat):
@@ -76,12 +110,25 @@ def _print_times(wall, cpu):
     for name in wall:
         cores = np.median(cpu[name] / wall[name])
         print(
-            f"  {name:<44}: best {wall[name].min() * 1e3:7.2f} ms, median "
+            f"  {name:<48}: best {wall[name].min() * 1e3:7.2f} ms, median "
             f"{np.median(wall[name]) * 1e3:7.2f} ms   cores {cores:4.2f}"
         )
 
 
-def bench_overhead(n_rows, n_features, repeat=60):
+def _print_overheads(wall, base="LogisticRegression"):
+    lr = wall[base]
+    for name, times in wall.items():
+        if name == base:
+            continue
+        paired = np.median(times / lr) - 1.0
+        best = times.min() / lr.min() - 1.0
+        print(
+            f"  -> {name:<45}: overhead {100 * paired:5.1f} % (median of paired "
+            f"ratios), {100 * best:5.1f} % (best times)"
+        )
+
+
+def bench_overhead(n_rows, n_features, repeat=60, old=None):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n_rows, n_features))
     beta = rng.standard_normal(n_features) / np.sqrt(n_features)
@@ -94,64 +141,70 @@ def bench_overhead(n_rows, n_features, repeat=60):
     ]
     print(
         f"predict_proba on {n_rows:,} rows x {n_features} features, "
-        f"{repeat} interleaved rounds; cores = CPU time / wall time (median)"
+        f"{repeat} interleaved rounds; cores = CPU time / wall time (median); "
+        "target < 20 % overhead"
     )
     n_threads = sech_sampler._sech_threads()
     print(f"  thread pools: {', '.join(blas)}; sampler threads: {n_threads}")
 
-    # 1. The user's view: the two predict_proba calls side by side, alone in
-    # the loop (other work in between changes the allocator's and the BLAS
+    # 1. The user's view: the predict_proba calls side by side, alone in the
+    # loop (other work in between changes the allocator's and the BLAS
     # threads' state, and with them the timings); then the same with the
-    # sampler's numpy passes only (numba not installed).
+    # samplers' numpy passes only (numba not installed).
     lr_run = {"LogisticRegression": lambda: base.predict_proba(X)}
-    variants = {
-        "PerturbedClassifier": lambda: clf.predict_proba(X),
-        "PerturbedClassifier, numpy passes only": _with(
+    compiled = {"PerturbedClassifier": lambda: clf.predict_proba(X)}
+    passes = {
+        "PerturbedClassifier, numpy passes": _with(
             lambda: clf.predict_proba(X), _COMPILED_MIN_SIZE=np.inf
-        ),
-    }
-    for name, func in variants.items():
-        wall, cpu = _interleaved({**lr_run, name: func}, repeat)
-        _print_times(wall, cpu)
-        lr = wall["LogisticRegression"]
-        paired = np.median(wall[name] / lr) - 1.0
-        best = wall[name].min() / lr.min() - 1.0
-        print(
-            f"  -> overhead {100 * paired:5.1f} % (median of paired ratios), "
-            f"{100 * best:5.1f} % (best times); target < 20 %"
         )
+    }
+    if old is not None:
+        old_clf = old.perturbation.PerturbedClassifier(
+            FrozenEstimator(base), random_state=0
+        ).fit(X, y)
+        old_sampler = old._backend.sech_sampler
+        compiled[f"old sampler ({old.rev})"] = lambda: old_clf.predict_proba(X)
+        passes[f"old sampler ({old.rev}), numpy passes"] = _with(
+            lambda: old_clf.predict_proba(X),
+            old_sampler,
+            _COMPILED_MIN_SIZE=np.inf,
+        )
+    for variants in (compiled, passes):
+        wall, cpu = _interleaved({**lr_run, **variants}, repeat)
+        _print_times(wall, cpu)
+        _print_overheads(wall)
 
     # 2. The parts, alone.
     P = base.predict_proba(X)
     gen = np.random.default_rng(0)
     h = DEFAULT_SCALE
-    noise = sech_noise(n_rows, h, gen)
 
-    def in_place():
-        Q = P.copy()
+    def given_noise():
+        buf = perturbation_noise_async(n_rows, 2, h, gen).result()
         start = time.perf_counter()
-        perturb_proba(Q, DEFAULT_SCALE, gen, overwrite_input=True, noise=noise)
+        perturb_proba(P, h, gen, noise=buf)
         return time.perf_counter() - start
 
     runs = {
-        "sech_noise": lambda: sech_noise(n_rows, DEFAULT_SCALE, gen),
+        "sech_noise": lambda: sech_noise(n_rows, h, gen),
         "sech_noise, 1 thread": _with(
-            lambda: sech_noise(n_rows, DEFAULT_SCALE, gen), _SECH_MAX_THREADS=1
+            lambda: sech_noise(n_rows, h, gen), _SECH_MAX_THREADS=1
         ),
         "sech_noise, numpy passes": _with(
-            lambda: sech_noise(n_rows, DEFAULT_SCALE, gen), _COMPILED_MIN_SIZE=np.inf
+            lambda: sech_noise(n_rows, h, gen), _COMPILED_MIN_SIZE=np.inf
         ),
-        "perturb_proba, new array": lambda: perturb_proba(
-            P, DEFAULT_SCALE, gen, noise=noise
-        ),
+        "noise buffer in the background, waited for": lambda: perturbation_noise_async(
+            n_rows, 2, h, gen
+        ).result(),
+        "perturb_proba, noise included": lambda: perturb_proba(P, h, gen),
         "sech_sample, noise included": lambda: sech_sample(P[:, 1], h, gen),
     }
     print("\n  parts:")
     wall, cpu = _interleaved(runs, repeat)
     _print_times(wall, cpu)
-    times = [in_place() for _ in range(repeat)]
+    times = [given_noise() for _ in range(repeat)]
     print(
-        f"  {'perturb_proba in place, noise given':<44}: best "
+        f"  {'perturb_proba into the noise buffer':<48}: best "
         f"{min(times) * 1e3:7.2f} ms, median {np.median(times) * 1e3:7.2f} ms"
     )
 
@@ -195,6 +248,23 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--features", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=60)
+    parser.add_argument(
+        "--old-rev",
+        default=OLD_REV,
+        help="revision whose sampler is timed alongside ('' to skip)",
+    )
+    parser.add_argument("--skip-table", action="store_true")
     args = parser.parse_args()
-    bench_overhead(args.rows, args.features)
-    bench_bound_table()
+    with tempfile.TemporaryDirectory() as tmp:
+        old = None
+        if args.old_rev:
+            try:
+                old = _old_package(args.old_rev, tmp)
+                old.rev = args.old_rev
+                importlib.import_module("skcalib_old.perturbation")
+            except (OSError, subprocess.CalledProcessError) as exc:
+                print(f"old sampler unavailable ({exc}); timing the current one")
+        bench_overhead(args.rows, args.features, args.repeat, old)
+    if not args.skip_table:
+        bench_bound_table()

@@ -7,6 +7,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "__version__",
     "PerturbedClassifier",
+    "perturb_proba",
     "select_perturbation_scale",
     "KernelRecalibrator",
     "RecalibratedClassifier",
@@ -18,6 +19,7 @@ __all__ = [
 # ``import skcalib.metrics`` for streaming metrics stays light.
 _LAZY = {
     "PerturbedClassifier": ".perturbation",
+    "perturb_proba": ".perturbation",
     "select_perturbation_scale": ".perturbation",
     "KernelRecalibrator": ".recalibration",
     "RecalibratedClassifier": ".recalibration",

@@ -7,6 +7,15 @@ PerturbedClassifier` does): ``s ~ k(· | f)``. The calibration function of the
 reported score is then ``η_h(s) = E[η₀(f) | s]`` and its L1 calibration error
 ``CE = E|s - η_h(s)|`` is computed here by Gauss–Legendre quadrature, so any
 estimator can be checked against the truth.
+
+The perturbed scores are rounded to the grid ``G = {k / 2**24}``, as every
+perturbed score is (see :mod:`skcalib.perturbation`); the exact quantities are
+those of the continuous law before the rounding. The rounding moves a score by
+at most ``2**-25`` and its calibration function by at most ``2**-24 / (2h)``
+(an average of ``η_h``, ``|η_h'| <= 1/(2h)``, over a cell of width ``2**-24``),
+so the calibration error of the reported scores is within ``2**-25 + 2**-24 /
+(2h)`` of ``calibration_error`` (``1.6e-5`` at ``h = 2**-9``, ``2e-3`` at the
+smallest scale ``2**-16``).
 """
 
 from __future__ import annotations
@@ -251,7 +260,9 @@ def true_calibration_error(problem="u2", *, perturbation_scale=None):
     """Exact L1 calibration error ``E|s - η(s)|`` of a problem, by quadrature.
 
     Accurate to about 1e-6 (the integrand has kinks where ``η(s)`` crosses
-    ``s``).
+    ``s``). With a perturbation, this is the error of the continuous law; the
+    scores of :func:`make_calibration_problem`, rounded to the grid ``k /
+    2**24``, have an error within ``2**-25 + 2**-24 / (2h)`` of it.
 
     Parameters
     ----------
@@ -301,7 +312,9 @@ def make_calibration_problem(
       ECE averages away.
 
     With ``perturbation_scale=h`` the reported score is drawn from the sech
-    kernel of scale ``h`` centred at ``f`` (the labels still depend on ``f``).
+    kernel of scale ``h`` centred at ``f`` and rounded to the grid ``G = {k /
+    2**24}``, by the sampler of :func:`skcalib.perturbation.perturb_proba`
+    (the labels still depend on ``f``).
 
     Parameters
     ----------
@@ -314,8 +327,11 @@ def make_calibration_problem(
     Returns
     -------
     data : :class:`~sklearn.utils.Bunch`
-        ``y_true`` (int 0/1), ``y_proba`` (reported scores), ``scores_orig``
-        (``f``), ``calibration_error`` (exact CE of the reported scores),
+        ``y_true`` (int 0/1), ``y_proba`` (reported scores, on ``G`` when
+        perturbed), ``scores_orig`` (``f``), ``calibration_error`` (exact CE
+        of the reported scores; with a perturbation, of the continuous law
+        before the rounding to ``G``, which moves it by at most ``2**-25 +
+        2**-24 / (2h)``, see the module docstring),
         ``total_variation`` (of ``η₀``, an upper bound for the perturbed
         calibration function), ``problem``, ``perturbation_scale``.
 

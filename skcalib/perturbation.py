@@ -6,11 +6,17 @@ perturbed scores smooth, ``|η'| <= 1 / (2h)`` and ``|η''| <= 3 / (2h²)``, wha
 the base model (Ciosek et al., arXiv 2512.13872). Smoothness is what the
 Nadaraya-Watson certificate of :func:`skcalib.metrics.calibration_error_bound`
 needs, and a small ``h`` costs little discrimination (AUROC).
+
+The noise is drawn in double precision from 64 random bits, and every perturbed
+score is then rounded to the fixed grid ``G = {k / 2**24}``: draws around all
+base scores share that one support, so a perturbed score does not reveal the
+base score it came from (which would leave nothing smoothed for a discrete
+base model such as a tree). :func:`perturb_proba` perturbs probabilities
+computed elsewhere; :class:`PerturbedClassifier` wraps a model.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +28,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._backend.perturbation import perturb_proba, perturbation_noise_async
+from ._backend import perturbation as _backend
 from ._meta import (
     align_proba_columns,
     copy_fitted_attributes,
@@ -30,39 +36,21 @@ from ._meta import (
     estimator_router,
     route_fit_params,
 )
-from ._validation import check_n_jobs, check_random_generator, check_real
+from ._validation import (
+    check_n_jobs,
+    check_probability_array,
+    check_random_generator,
+    check_real,
+)
 
 __all__ = [
     "PerturbedClassifier",
     "PerturbationScaleResult",
+    "perturb_proba",
     "select_perturbation_scale",
 ]
 
 DEFAULT_SCALE = 2.0**-6
-
-
-def _refcount(array):
-    return sys.getrefcount(array)
-
-
-def _probe_refcount():
-    probe = np.empty(1)
-    return _refcount(probe)
-
-
-# References to an array held by one local variable only, counted the way
-# ``predict_proba`` counts them (the count depends on the interpreter).
-_SOLE_OWNER_REFCOUNT = _probe_refcount()
-
-
-def _owns_its_data(array):
-    return (
-        type(array) is np.ndarray
-        and array.base is None
-        and array.flags.owndata
-        and array.flags.writeable
-        and array.dtype == np.float64
-    )
 
 
 # Subnormal scales overflow ``1 / h``; at any scale below this one the noise
@@ -72,6 +60,84 @@ MIN_SCALE = 1e-300
 
 def _check_scale(scale, name="scale"):
     return check_real(scale, name, low=MIN_SCALE, high=1.0)
+
+
+def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
+    """Perturb predicted probabilities with the truncated sech kernel.
+
+    The perturbation of :class:`PerturbedClassifier`, for probabilities that
+    come from elsewhere (a model outside scikit-learn, an LLM judge, a stored
+    table of predictions). Each score ``s0`` is replaced by an independent draw
+    from the truncated hyperbolic-secant kernel ``k(s | s0) ∝ sech((s - s0) /
+    h)`` on [0, 1], ``h = scale``, rounded to the grid ``G = {k / 2**24}``. The
+    calibration function of the perturbed scores is then smooth, ``|η'| <=
+    1/(2h)`` and ``|η''| <= 3/(2h²)``, whatever produced the base scores, and
+    ``calibration_error_bound(y_true, perturbed, method="nw",
+    perturbation_scale=h)`` certifies their calibration error.
+
+    Read more in the :ref:`User Guide <certified>`.
+
+    Parameters
+    ----------
+    y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Base probabilities in [0, 1]. A 1-D array (or a single column) is the
+        probability of the positive class; rows of a matrix sum to one. Not
+        modified.
+    scale : float, default=2**-6
+        Kernel scale ``h`` in (0, 1]; see :func:`select_perturbation_scale`.
+    random_state : int, numpy Generator, RandomState or None, default=None
+        Source of the noise. An int gives the same draws at every call, and
+        the draws :class:`PerturbedClassifier` with the same ``random_state``
+        makes for the same probabilities; ``None`` gives fresh noise; a
+        Generator is advanced.
+
+    Returns
+    -------
+    perturbed : ndarray of the shape of ``y_proba``
+        A new float64 array. Binary (1-D or two columns): the positive-class
+        probability is perturbed and lies on ``G``, and the complement ``1 -
+        s`` (exact on ``G`` too) is the first column. Three or more columns:
+        the top-label confidence (the row maximum) is perturbed on ``[1/K,
+        1]`` and lies on ``G`` above ``1/K``; the other classes share the rest
+        in proportion to their base probabilities, moved towards an even split
+        only as far as needed to keep the predicted class the unique maximum.
+
+    See Also
+    --------
+    PerturbedClassifier : The same perturbation around a fitted classifier.
+    skcalib.metrics.calibration_error_bound : Certified bound on the
+        calibration error of the perturbed scores.
+
+    Notes
+    -----
+    The noise is drawn in double precision from 64 random bits per proposal
+    (exact rejection sampling, the closed-form inverse distribution function
+    for small inputs and large scales), and the draw is then rounded to ``G``:
+    draws around different base scores share that support, so a perturbed
+    score does not reveal the base score it came from. The 64-bit proposals
+    cut the kernel's tails beyond ``44.4 h``, an event of probability at most
+    ``2**-62`` per draw: a certificate at level ``delta`` on ``n`` perturbed
+    scores holds at level ``delta + n 2**-62``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.perturbation import perturb_proba
+    >>> p = np.array([0.1, 0.5, 0.5, 0.9])
+    >>> s = perturb_proba(p, scale=2**-6, random_state=0)
+    >>> s
+    array([0.10696143, 0.48756194, 0.45715839, 0.84293795])
+    >>> bool(np.all(s * 2**24 == np.round(s * 2**24)))  # on the grid k / 2**24
+    True
+    >>> perturb_proba([[0.7, 0.2, 0.1]], scale=2**-4, random_state=0)
+    array([[0.72718436, 0.1818771 , 0.09093855]])
+    """
+    y = check_probability_array(y_proba, name="y_proba")
+    scale = _check_scale(scale)
+    rng = check_random_generator(random_state)
+    out = _backend.perturb_proba(y, scale, rng)
+    # A single column was read as the positive-class probability.
+    return out.reshape(np.shape(y_proba)) if out.ndim != np.ndim(y_proba) else out
 
 
 class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -86,6 +152,8 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     and its calibration error can be certified with
     ``calibration_error_bound(..., method="nw", perturbation_scale=h)`` or the
     ``"neg_calibration_error_bound"`` scorer.
+
+    Read more in the :ref:`User Guide <certified>`.
 
     Parameters
     ----------
@@ -121,6 +189,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     See Also
     --------
+    perturb_proba : The same perturbation of probabilities computed elsewhere.
     select_perturbation_scale : Choose ``scale`` by cross-validation.
     skcalib.metrics.calibration_error_bound : Certified bound on the calibration
         error.
@@ -150,11 +219,18 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     rows each reading its own fixed part of the random stream, and then added
     by up to four threads. The output depends neither on the number of
     threads nor on whether numba (the ``fast`` extra, which compiles the inner
-    loops) is installed. In the binary case the perturbed probabilities are
-    written into the array returned by the base estimator when nothing else
-    refers to it (a fresh array would cost about as much as the sampling);
-    otherwise a new, column-major array is returned. The values do not depend
-    on the layout.
+    loops) is installed. The output is always a new array (column-major in the
+    binary case, allocated in the background thread too); the base estimator's
+    output is never written to.
+
+    The noise is drawn in double precision (64 random bits per proposal) and
+    each perturbed score (the positive-class probability, or the top-label
+    confidence) is rounded to the grid ``G = {k / 2**24}``, so that scores
+    drawn around different base scores share one support and a perturbed
+    score does not reveal its base score; the certified bounds account for the
+    grid with a discretisation term of ``2 L1 2**-24``, ``L1 = 1 / (2h)``.
+    :func:`perturb_proba` applies the same perturbation (the same draws for the
+    same seed) to probabilities computed elsewhere.
 
     References
     ----------
@@ -254,19 +330,17 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         rng = check_random_generator(self.random_state)
         # The noise does not depend on X: it is drawn while the base estimator
         # predicts (the draws are the same as after it).
-        noise = perturbation_noise_async(
-            _num_samples(X), len(self.classes_), scale, rng
-        )
+        n_samples, n_classes = _num_samples(X), len(self.classes_)
+        noise = _backend.perturbation_noise_async(n_samples, n_classes, scale, rng)
         proba = self.estimator_.predict_proba(X)
         noise = noise.result()
-        if np.shape(proba) != (noise.shape[0], len(self.classes_)):
-            # Not the shape the noise was drawn for (small inputs, or a base
-            # estimator with unusual output): draw afresh from the generator.
+        if np.shape(proba) != (n_samples, n_classes):
+            # Not the shape the noise was drawn for (a base estimator with
+            # unusual output): draw afresh from the generator.
             noise = None
-        # The base estimator's array is reused when nothing else refers to it
-        # (a new one would cost page faults about as long as the sampling).
-        overwrite = _refcount(proba) <= _SOLE_OWNER_REFCOUNT and _owns_its_data(proba)
-        return perturb_proba(proba, scale, rng, overwrite_input=overwrite, noise=noise)
+        # Written into a buffer of our own (the noise's), never into the base
+        # estimator's output, which it may still hold.
+        return _backend.perturb_proba(proba, scale, rng, noise=noise)
 
     def predict(self, X):
         """Class of largest perturbed probability.

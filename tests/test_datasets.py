@@ -147,3 +147,15 @@ def test_bad_inputs():
                 calibration_function(bad, perturbation_scale=h)
     with pytest.raises(ValueError, match="NaN"):
         score_density([np.nan])
+
+
+@pytest.mark.parametrize("h", [2.0**-16, 2.0**-6, 0.5])
+def test_perturbed_scores_on_the_grid(h):
+    # Reported perturbed scores are on G = {k / 2**24} like every perturbed
+    # score (the original scores f are not perturbed and stay as drawn).
+    d = make_calibration_problem(3000, perturbation_scale=h, random_state=0)
+    k = d.y_proba * 2.0**24
+    assert np.all(k == np.floor(k)) and np.all((k >= 0) & (k <= 2**24))
+    assert not np.all(d.scores_orig * 2.0**24 == np.floor(d.scores_orig * 2.0**24))
+    # Within the reach of the kernel of its original score.
+    assert np.abs(d.y_proba - d.scores_orig).max() < 45 * h + 2.0**-25

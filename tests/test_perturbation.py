@@ -21,8 +21,11 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skcalib import PerturbedClassifier, select_perturbation_scale
-from skcalib._backend.perturbation import perturb_proba
+from skcalib import PerturbedClassifier, perturb_proba, select_perturbation_scale
+from skcalib._backend import perturbation as backend
+from skcalib._backend import sech_sampler
+from skcalib._backend.score_grid import off_grid
+from skcalib._backend.sech_compiled import HAVE_NUMBA
 from skcalib.metrics import get_scorer, get_scorer_names
 
 # ---------------------------------------------------------------------------
@@ -212,7 +215,8 @@ def test_noise_independent_of_labels_and_features():
     X2[:, 1] = -X2[:, 1]
     assert_array_equal(clf.predict_proba(X2)[:, 1], s)
     assert abs(stats.spearmanr(s, X[:, 1]).statistic) < 0.1
-    assert np.unique(s).size == s.size
+    # Independent draws: on the grid two may coincide, but rarely.
+    assert np.unique(s).size > 0.99 * s.size
 
 
 # ---------------------------------------------------------------------------
@@ -346,36 +350,38 @@ class CachingScoreColumn(ScoreColumn):
         return self.last_
 
 
-class WatchedScoreColumn(ScoreColumn):
-    """Remembers its last output through a weak reference (not a reference)."""
+class WeakCachingScoreColumn(ScoreColumn):
+    """Caches its last output through a weak reference (no reference count):
+    called again on the same ``X``, it returns that array while it lives."""
 
     def predict_proba(self, X):
+        cached = getattr(self, "cache_", None)
+        if cached is not None and cached[0] is X and cached[1]() is not None:
+            return cached[1]()
         proba = super().predict_proba(X)
-        self.last_ = weakref.ref(proba)
+        self.cache_ = (X, weakref.ref(proba))
         return proba
 
 
 @pytest.mark.parametrize("n", [500, 3 * 2**16 + 5])
-def test_base_output_reused_only_when_unshared(n):
-    # The perturbed probabilities go into the base estimator's own array when
-    # nothing else refers to it, and never into an array the estimator keeps.
+@pytest.mark.parametrize("model", [CachingScoreColumn, WeakCachingScoreColumn])
+def test_base_output_never_written(n, model):
+    # The perturbed probabilities go into an array of the library's own, never
+    # into the base estimator's output, whoever else holds that.
     s0 = np.random.default_rng(0).uniform(size=n)
     X = s0[:, None]
-    caching = _frozen(CachingScoreColumn(), X)
-    clf = PerturbedClassifier(caching, random_state=0).fit(X, np.arange(n) % 2)
+    base = _frozen(model(), X)
+    clf = PerturbedClassifier(base, random_state=0).fit(X, np.arange(n) % 2)
     proba = clf.predict_proba(X)
-    kept = caching.estimator.last_
-    assert proba is not kept
-    assert_array_equal(kept[:, 1], s0)
-    assert_array_equal(kept[:, 0], 1.0 - s0)
-
-    watched = _frozen(WatchedScoreColumn(), X)
-    clf = PerturbedClassifier(watched, random_state=0).fit(X, np.arange(n) % 2)
-    proba = clf.predict_proba(X)
-    assert proba is watched.estimator.last_()
-    # Same draws as perturbing a copy with a generator of the same seed.
-    base = ScoreColumn().fit(X, [0, 1]).predict_proba(X)
-    expected = perturb_proba(base, clf.scale, np.random.default_rng(0))
+    held = [base.estimator.last_] if hasattr(base.estimator, "last_") else []
+    # The weakly cached array comes back if it is still alive.
+    held.append(base.predict_proba(X))
+    for kept in held:
+        assert not np.shares_memory(proba, kept)
+        assert_array_equal(kept[:, 1], s0)
+        assert_array_equal(kept[:, 0], 1.0 - s0)
+    # Same draws as perturbing the probabilities with the public function.
+    expected = perturb_proba(np.column_stack([1.0 - s0, s0]), random_state=0)
     assert_array_equal(proba, expected)
     assert_array_equal(proba[:, 0], 1.0 - proba[:, 1])
 
@@ -394,10 +400,192 @@ def test_noise_drawn_during_prediction_gives_sequential_draws(n_classes):
     gen = np.random.default_rng(11)
     proba = clf.set_params(random_state=gen).fit(P, np.arange(n) % 2).predict_proba(P)
     ref = np.random.default_rng(11)
-    expected = perturb_proba(P, 2**-5, ref)
+    expected = backend.perturb_proba(P, 2**-5, ref)
     assert_array_equal(proba, expected)
     assert gen.random() == ref.random()
     assert_array_equal(P, P0)  # held by the caller: not overwritten
+
+
+# ---------------------------------------------------------------------------
+# The grid G = {k / 2**24} and the public perturb_proba
+# ---------------------------------------------------------------------------
+
+
+def _on_grid(x):
+    # Independent of skcalib's helper: k / 2**24 exactly, 0 <= k <= 2**24.
+    k = np.asarray(x, dtype=np.float64) * 2.0**24
+    return bool(np.all((k == np.floor(k)) & (k >= 0) & (k <= 2.0**24)))
+
+
+@pytest.mark.parametrize("n", [50, 5000, 3 * 2**16 + 7])
+def test_binary_scores_and_complements_on_the_grid(n):
+    rng = np.random.default_rng(n)
+    s0 = rng.uniform(size=n)
+    s0[: n // 4] = 0.0
+    s0[n // 4 : n // 2] = 1.0
+    P = np.column_stack([1.0 - s0, s0])
+    for h in (2**-12, 2**-6, 0.5):
+        clf = PerturbedClassifier(_frozen(ProbaColumns(), P), scale=h, random_state=1)
+        Q = clf.fit(P, np.arange(n) % 2).predict_proba(P)
+        one_d = perturb_proba(s0, scale=h, random_state=1)
+        for scores in (Q[:, 1], Q[:, 0], one_d):
+            assert _on_grid(scores) and off_grid(scores) == -1
+        assert_array_equal(Q.sum(axis=1), 1.0)
+        assert_array_equal(one_d, Q[:, 1])
+
+
+@pytest.mark.parametrize("n_classes", [3, 4, 5, 8])
+@pytest.mark.parametrize("n", [60, 5000, 3 * 2**16 + 7])
+def test_multiclass_confidence_on_the_grid(n_classes, n):
+    # The confidence itself is on G, above 1/K (an even base row puts it on
+    # the lower edge, which is a grid point when K is a power of two).
+    rng = np.random.default_rng(n_classes)
+    P = rng.dirichlet(np.full(n_classes, 0.7), size=n)
+    P[: n // 4] = 1.0 / n_classes
+    P[n // 4 : n // 3] = np.eye(n_classes)[rng.integers(0, n_classes, n // 3 - n // 4)]
+    for h in (2**-12, 2**-4):
+        Q = perturb_proba(P, scale=h, random_state=2)
+        conf = Q.max(axis=1)
+        assert _on_grid(conf) and off_grid(conf) == -1
+        assert (conf > 1.0 / n_classes).all()
+        # Unique maximum: the perturbed class is the base one.
+        assert ((Q == conf[:, None]).sum(axis=1) == 1).all()
+        assert_array_equal(Q.argmax(axis=1)[n // 3 :], P.argmax(axis=1)[n // 3 :])
+        assert_allclose(Q.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+        assert (Q >= 0).all()
+
+
+def test_multiclass_confidence_follows_the_discretised_kernel():
+    # The confidence c = 1/K + (1 - 1/K) t, t from the kernel of scale
+    # h / (1 - 1/K) on [0, 1], then rounded to G: P(C <= g) is the exact
+    # continuous cdf at the upper edge of the cell of g (a KS test at the
+    # grid resolution; draws off G would have no mass at all).
+    from skcalib._backend.kernels import sech_cdf
+
+    K, h, c0 = 3, 2**-9, 0.6
+    low = 1.0 / K
+    P = np.tile([c0, 0.25, 0.15], (4000, 1))
+    c = np.sort(perturb_proba(P, scale=h, random_state=7).max(axis=1))
+    assert _on_grid(c)
+    g, first = np.unique(c, return_index=True)
+    last = np.append(first[1:], c.size)
+    t0, hk = (c0 - low) / (1 - low), h / (1 - low)
+
+    def cdf(x):
+        return sech_cdf(np.clip((x - low) / (1 - low), 0.0, 1.0), t0, hk)
+
+    half = 2.0**-25
+    stat = max(
+        np.abs(last / c.size - cdf(g + half)).max(),
+        np.abs(first / c.size - cdf(g - half)).max(),
+    )
+    assert stats.kstwo.sf(stat, c.size) > 1e-3
+
+
+def test_nearby_base_scores_share_perturbed_values():
+    # Base scores 0.3 and 0.3 + 1e-7 pi (not a dyadic distance): their
+    # perturbed scores land on the same points of G, so a perturbed score does
+    # not identify its base score. Noise added to each centre in finite
+    # precision would put them on two disjoint shifted lattices.
+    n, h = 3 * 2**16, 2**-12
+    a = perturb_proba(np.full(n, 0.3), scale=h, random_state=0)
+    b = perturb_proba(np.full(n, 0.3 + 1e-7 * np.pi), scale=h, random_state=1)
+    assert np.isin(a, b).mean() > 0.8
+    assert np.intersect1d(a, b).size > 0.5 * np.unique(a).size
+    # The same through PerturbedClassifier, two leaves of a discrete model.
+    X = np.repeat([0.3, 0.3 + 1e-7 * np.pi], n)[:, None]
+    clf = PerturbedClassifier(_frozen(ScoreColumn(), X), scale=h, random_state=3)
+    s = clf.fit(X, np.arange(2 * n) % 2).predict_proba(X)[:, 1]
+    assert np.isin(s[:n], s[n:]).mean() > 0.8
+
+
+def test_perturb_proba_shapes_and_inputs_untouched():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=300)
+    P2 = np.column_stack([1.0 - p, p])
+    P4 = rng.dirichlet(np.ones(4), size=300)
+    col = p[:, None].copy()
+    for y in (p, P2, P4, col):
+        y0 = y.copy()
+        out = perturb_proba(y, random_state=0)
+        assert out.shape == y.shape and out.dtype == np.float64
+        assert not np.shares_memory(out, y)
+        assert_array_equal(y, y0)
+    frozen = p.copy()
+    frozen.flags.writeable = False
+    ref = perturb_proba(p, random_state=0)
+    assert_array_equal(perturb_proba(frozen, random_state=0), ref)
+    # A list, and a single column, read as the positive-class probability;
+    # the binary matrix gives the same draws in its second column.
+    assert_array_equal(perturb_proba(list(p), random_state=0), ref)
+    assert_array_equal(perturb_proba(col, random_state=0)[:, 0], ref)
+    assert_array_equal(perturb_proba(P2, random_state=0)[:, 1], ref)
+
+
+def test_perturb_proba_random_state():
+    p = np.random.default_rng(0).uniform(size=1000)
+    a = perturb_proba(p, random_state=0)
+    assert_array_equal(a, perturb_proba(p, random_state=0))
+    assert_array_equal(a, perturb_proba(p, random_state=np.random.default_rng(0)))
+    assert not np.array_equal(a, perturb_proba(p, random_state=1))
+    assert not np.array_equal(perturb_proba(p), perturb_proba(p))
+    gen = np.random.default_rng(0)
+    assert not np.array_equal(
+        perturb_proba(p, random_state=gen), perturb_proba(p, random_state=gen)
+    )
+    state = np.random.get_state()[1].copy()  # noqa: NPY002
+    perturb_proba(p, random_state=np.random.RandomState(0))  # noqa: NPY002
+    perturb_proba(p)
+    assert_array_equal(np.random.get_state()[1], state)  # noqa: NPY002
+
+
+@pytest.mark.parametrize(
+    "y_proba, kwargs, exc, match",
+    [
+        ([0.2, np.nan], {}, ValueError, "y_proba.*NaN"),
+        ([0.2, np.inf], {}, ValueError, "y_proba"),
+        ([0.2, 1.5], {}, ValueError, "y_proba must contain probabilities in"),
+        ([-0.2, 0.5], {}, ValueError, "y_proba must contain probabilities in"),
+        ([[0.2, 0.3]], {}, ValueError, "Rows of y_proba must sum to 1"),
+        (np.full((2, 2, 2), 0.5), {}, ValueError, "y_proba.*dim"),
+        (0.5, {}, ValueError, "y_proba"),
+        ([], {}, ValueError, "y_proba is empty"),
+        (["a", "b"], {}, ValueError, "y_proba"),
+        (None, {}, ValueError, "y_proba"),
+        ([0.5], {"scale": 0.0}, ValueError, "scale"),
+        ([0.5], {"scale": 1.5}, ValueError, "scale"),
+        ([0.5], {"scale": np.nan}, ValueError, "scale"),
+        ([0.5], {"scale": 5e-324}, ValueError, "scale"),
+        ([0.5], {"scale": "0.1"}, TypeError, "scale"),
+        ([0.5], {"scale": None}, TypeError, "scale"),
+        ([0.5], {"random_state": "seed"}, TypeError, "random_state"),
+        ([0.5], {"random_state": 1.5}, TypeError, "random_state"),
+        ([0.5], {"random_state": -1}, ValueError, "random_state"),
+    ],
+)
+def test_perturb_proba_bad_input(y_proba, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        perturb_proba(y_proba, **kwargs)
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="needs numba")
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_perturbation_same_with_and_without_numba(monkeypatch, n_classes):
+    # Large enough for the compiled loops, the threads and the background
+    # noise; edges and even rows included.
+    n = 3 * 2**16 + 7
+    rng = np.random.default_rng(n_classes)
+    P = rng.dirichlet(np.full(n_classes, 0.7), size=n)
+    P[:50] = np.eye(n_classes)[rng.integers(0, n_classes, 50)]
+    P[50:100] = 1.0 / n_classes
+    clf = PerturbedClassifier(_frozen(ProbaColumns(), P), scale=2**-7, random_state=4)
+    clf.fit(P, np.arange(n) % 2)
+    compiled = clf.predict_proba(P), perturb_proba(P, scale=2**-7, random_state=4)
+    monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", np.inf)
+    passes = clf.predict_proba(P), perturb_proba(P, scale=2**-7, random_state=4)
+    for a, b in zip(compiled, passes, strict=True):
+        assert_array_equal(a, b)
+    assert_array_equal(compiled[0], compiled[1])
 
 
 # ---------------------------------------------------------------------------

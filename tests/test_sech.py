@@ -8,6 +8,7 @@ from scipy import integrate, stats
 
 from skcalib._backend import sech_sampler
 from skcalib._backend.kernels import sech_cdf, sech_normalizer, sech_pdf, sech_ppf
+from skcalib._backend.score_grid import off_grid
 from skcalib._backend.sech_compiled import HAVE_NUMBA
 from skcalib._backend.sech_sampler import sech_noise, sech_sample
 
@@ -169,30 +170,30 @@ class _FixedWords:
 
 
 @pytest.mark.parametrize("h", [2.0**-6, 1e-200])
-def test_proposal_bits_and_single_precision(h):
-    # Each 64-bit word gives two proposals from its two 32-bit halves (low half
-    # first on little-endian machines): bit 31 is the sign, bits 0-30 give
-    # m and the draw is ±h ln tan(pi m / 2**33), m = 0 giving an infinite
-    # draw that is always rejected. Single precision keeps the error below
-    # ~1e-6 h (a few 1e-7 relative away from the centre) down to m = 1, the
-    # end of the tail (|x| = 21.7 h).
+def test_proposal_bits_and_double_precision(h):
+    # One proposal per 64-bit word: bit 63 is the sign, bits 0-62 give m and
+    # the draw is ±h ln tan(pi m / 2**65), m = 0 giving an infinite draw that
+    # is always rejected. Reference in extended precision, where m is exact.
     rng = np.random.default_rng(0)
     mags = np.concatenate(
-        [[0, 1, 2, 3, 1000, 2**24 + 1, 2**31 - 1], rng.integers(1, 2**31, 993)]
+        [[0, 1, 2, 3, 1000, 2**53 + 1, 2**62, 2**63 - 1], rng.integers(1, 2**63, 992)]
     ).astype(np.uint64)
     signs = rng.integers(0, 2, mags.size).astype(np.uint64)
-    halves = mags | (signs << np.uint64(31))
-    if np.little_endian:
-        words = halves[0::2] | (halves[1::2] << np.uint64(32))
-    else:
-        words = halves[1::2] | (halves[0::2] << np.uint64(32))
+    words = mags | (signs << np.uint64(63))
     x = sech_noise(mags.size, h, _FixedWords(words))
+    assert x.dtype == np.float64
+    theta = np.pi * mags.astype(np.longdouble) / np.longdouble(2.0**65)
     with np.errstate(divide="ignore"):
-        expected = h * np.log(np.tan(np.pi * mags.astype(np.float64) / 2.0**33))
+        expected = np.log(np.tan(theta)) * np.longdouble(h)
     expected = np.where(signs == 1, -expected, expected)
     assert np.isinf(x[0]) and np.isinf(expected[0])
-    np.testing.assert_allclose(x[1:], expected[1:], rtol=5e-7, atol=2e-6 * h)
-    assert np.abs(x[1:]).max() == pytest.approx(21.73 * h, rel=1e-3)
+    # A few units in the last place (of the noise, or of tan ~ 1 where the
+    # noise is ~0).
+    np.testing.assert_allclose(
+        x[1:], expected[1:].astype(np.float64), rtol=1e-15, atol=1e-15 * h
+    )
+    # The end of the tail: m = 1, |x| = h ln(2**65 / pi) = 44.4 h.
+    assert np.abs(x[1:]).max() == pytest.approx(h * np.log(2.0**65 / np.pi), rel=1e-12)
 
 
 def test_threaded_blocks_equal_sequential_draws(monkeypatch):
@@ -250,13 +251,17 @@ def test_sampler_out_argument_and_other_bit_generators():
 
 
 def test_tiny_scale_keeps_the_law():
-    # Below 2**-80 the noise is scaled in double precision (no underflow):
-    # draws around 0 divided by h follow |X|, of cdf 4 arctan(e^t) / pi - 1.
+    # The noise stays exact far below the grid: at h = 1e-200 it divided by h
+    # follows the sech law (cdf 2 arctan(e^t) / pi); the draws, rounded to the
+    # grid, are then the grid point nearest the centre, as the discretised
+    # law has it (all of its mass but ~1e-190 is there).
     h = 1e-200
-    x = sech_sample(np.zeros(4000), h, np.random.default_rng(3))
-    assert np.all(x >= 0) and np.median(x) > 0.5 * h
-    res = stats.kstest(x / h, lambda t: 4.0 / np.pi * np.arctan(np.exp(t)) - 1.0)
+    noise = sech_noise(4000, h, np.random.default_rng(3))
+    res = stats.kstest(noise / h, lambda t: 2.0 / np.pi * np.arctan(np.exp(t)))
     assert res.pvalue > 1e-3
+    for s0 in (0.0, 0.3, 1.0):
+        x = sech_sample(np.full(4000, s0), h, np.random.default_rng(3))
+        np.testing.assert_array_equal(x, np.rint(s0 * 2.0**24) / 2.0**24)
 
 
 @pytest.mark.skipif(
@@ -360,3 +365,101 @@ def test_sampler_rejects_overlapping_outputs():
         sech_sample(P[:, 1], 0.1, rng, out=P[:, 1], complement=P[:, 1])
     with pytest.raises(ValueError, match="complement must not overlap"):
         sech_sample(s0, 0.1, rng, out=np.empty(1000), complement=s0)
+
+
+# ---------------------------------------------------------------------------
+# The grid G = {k / 2**24}: perturbed scores share one support
+# ---------------------------------------------------------------------------
+
+GRID = 2.0**24
+
+
+def on_grid(x):
+    # Written independently of skcalib's helper: k / 2**24 exactly, k integer.
+    k = np.asarray(x, dtype=np.float64) * GRID
+    return bool(np.all((k == np.floor(k)) & (k >= 0) & (k <= GRID)))
+
+
+def grid_ks_pvalue(x, s0, h):
+    """KS test of draws against the exact truncated-sech law rounded to G.
+
+    Point ``g`` of G receives the mass of its cell ``[g - 2**-25, g + 2**-25]``
+    (clipped to [0, 1]), so ``P(S <= g) = F(g + 2**-25)`` and ``P(S < g) =
+    F(g - 2**-25)``; the statistic is the largest distance between the
+    empirical and the exact distribution functions on either side of each
+    observed point (all that a step function needs). A draw off G has no mass
+    under this law at all: the test is failed outright.
+    """
+    if not on_grid(x):
+        return 0.0
+    x = np.sort(x)
+    n = x.size
+    g, first = np.unique(x, return_index=True)
+    last = np.append(first[1:], n)  # ECDF at g is last / n, just below first / n
+    half = 0.5 / GRID
+    upper = sech_cdf(np.minimum(g + half, 1.0), s0, h)
+    lower = np.where(g > 0.0, sech_cdf(np.maximum(g - half, 0.0), s0, h), 0.0)
+    stat = max(np.abs(last / n - upper).max(), np.abs(first / n - lower).max())
+    # Conservative for a discrete law (the continuous null distribution).
+    return stats.kstwo.sf(stat, n)
+
+
+@pytest.mark.parametrize("h", SCALES)
+@pytest.mark.parametrize("s0", CENTRES)
+def test_proposal_draws_follow_the_discretised_kernel(s0, h):
+    # n >= 64 and h <= 0.25: rejection sampling from 64-bit proposals.
+    assert sech_sampler._uses_proposals(4000, h)
+    rng = np.random.default_rng(int(1e6 * s0) + int(1 / h) + 17)
+    x = sech_sample(np.full(4000, s0), h, rng)
+    assert grid_ks_pvalue(x, s0, h) > 1e-3
+
+
+@pytest.mark.parametrize("h", SCALES + [0.5, 1.0])
+@pytest.mark.parametrize("s0", CENTRES)
+def test_inverse_cdf_draws_follow_the_discretised_kernel(s0, h):
+    # Fewer than 64 centres (or h > 0.25): the closed-form inverse cdf.
+    assert not sech_sampler._uses_proposals(40, h)
+    rng = np.random.default_rng(int(1e6 * s0) + int(1 / h) + 29)
+    x = np.concatenate([sech_sample(np.full(40, s0), h, rng) for _ in range(100)])
+    assert grid_ks_pvalue(x, s0, h) > 1e-3
+
+
+def test_discretised_ks_detects_a_wrong_scale():
+    # The test above has power: draws at scale h fail against 2h.
+    h = 2.0**-6
+    x = sech_sample(np.full(4000, 0.4), h, np.random.default_rng(0))
+    assert grid_ks_pvalue(x, 0.4, h) > 1e-3
+    assert grid_ks_pvalue(x, 0.4, 2 * h) < 1e-6
+
+
+@pytest.mark.parametrize("n", [10, 5000, 3 * sech_sampler._SECH_BLOCK + 11])
+def test_draws_and_complements_on_the_grid(n):
+    # Every path: inverse cdf (n = 10), numpy passes, compiled loops, threads,
+    # and rows redrawn after a rejection (centres exactly on 0 and 1).
+    rng = np.random.default_rng(n)
+    s0 = rng.uniform(size=n)
+    s0[: n // 5] = 0.0
+    s0[n // 5 : 2 * n // 5] = 1.0
+    for h in (2.0**-12, 2.0**-6, 0.25, 0.5):
+        out = np.empty((2, n))
+        sech_sample(s0, h, rng, out=out[1], complement=out[0])
+        assert on_grid(out[1]) and on_grid(out[0])
+        assert off_grid(out[1]) == -1 and off_grid(out[0]) == -1
+        np.testing.assert_array_equal(out[0] + out[1], 1.0)
+    # The unrounded draws (for a caller that maps them first) are not.
+    raw = sech_sample(np.full(n, 0.3), 2.0**-6, rng, grid=False)
+    assert off_grid(raw) != -1
+
+
+@pytest.mark.parametrize("n", [5000, 3 * sech_sampler._SECH_BLOCK])
+def test_nearby_centres_share_their_support(n):
+    # Two base scores a non-dyadic distance apart: their draws land on the
+    # same grid points, so a draw does not tell which of them it came from
+    # (a lattice shifted by each centre never has a point in common).
+    h = 2.0**-12
+    a = sech_sample(np.full(n, 0.3), h, np.random.default_rng(1))
+    b = sech_sample(np.full(n, 0.3 + 1e-7 * np.pi), h, np.random.default_rng(2))
+    shared = np.isin(a, b).mean()
+    # Grid points near the centre hold ~2**12 / (pi 2**24) of the mass each:
+    # most draws of a hit a point that b also hit once n is in the thousands.
+    assert shared > (0.1 if n < 10_000 else 0.8)

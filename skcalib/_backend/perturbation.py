@@ -1,9 +1,16 @@
-"""Sech-kernel perturbation of probability matrices (Ciosek et al. 2025)."""
+"""Sech-kernel perturbation of probabilities (Ciosek et al. 2025), on the grid.
+
+Every score a certified bound reads — the positive-class probability of a
+binary problem, the top-label confidence of a multiclass one — is returned
+exactly on the grid ``G = {k / 2**24}`` of
+:mod:`skcalib._backend.score_grid`.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .score_grid import GRID_BITS, GRID_STEP, round_to_grid
 from .sech_sampler import sech_noise_async, sech_sample
 
 __all__ = ["perturb_proba", "perturbation_noise_async"]
@@ -19,6 +26,14 @@ def _kernel_scale(scale, n_classes):
     return scale if n_classes <= 2 else scale / (1.0 - 1.0 / n_classes)
 
 
+def _lowest_confidence(n_classes):
+    # The smallest grid point above 1/K. A confidence of exactly 1/K (a grid
+    # point when K is a power of two) would tie with the even split of the
+    # rest, so it is not allowed either; the point is within one grid step of
+    # 1/K, as the discretisation term of the bounds assumes.
+    return (2**GRID_BITS // n_classes + 1) * GRID_STEP
+
+
 def perturbation_noise_async(n_samples, n_classes, scale, rng):
     """Start drawing the noise of :func:`perturb_proba` in the background.
 
@@ -26,59 +41,69 @@ def perturbation_noise_async(n_samples, n_classes, scale, rng):
     computes them hides most of its cost. Returns a future whose result is the
     ``noise`` argument of :func:`perturb_proba` (same draws as without it);
     ``rng`` is advanced at once (see
-    :func:`~skcalib._backend.sech_sampler.sech_noise_async`).
+    :func:`~skcalib._backend.sech_sampler.sech_noise_async`). In the binary
+    case the result is also the buffer the perturbed probabilities are
+    written into, allocated in the background thread.
     """
     if n_classes < 2:
         return sech_noise_async(0, scale, rng)
-    return sech_noise_async(n_samples, _kernel_scale(scale, n_classes), rng)
+    h = _kernel_scale(scale, n_classes)
+    return sech_noise_async(n_samples, h, rng, with_complement=n_classes == 2)
 
 
-def perturb_proba(proba, scale, rng, *, overwrite_input=False, noise=None):
-    """Perturb a probability matrix with the truncated sech kernel.
+def perturb_proba(proba, scale, rng, *, noise=None):
+    """Perturb probabilities with the truncated sech kernel, onto the grid.
 
-    Binary (two columns): the positive-class probability ``p`` is replaced by a
-    draw from the sech kernel of scale ``scale`` around ``p`` on [0, 1].
-    ``K >= 3`` columns: the top-label confidence ``c`` is replaced by a draw from
-    the sech kernel of scale ``scale`` around ``c`` truncated to ``[1/K, 1]``
-    (the range a top-label confidence can take); the other classes share the
-    remaining mass in proportion to their base probabilities, shrunk towards an
-    even split only as far as needed to keep the top class on top.
+    1-D ``proba`` (the positive-class probability ``p``) or two columns:
+    ``p`` is replaced by a draw from the sech kernel of scale ``scale``
+    around ``p`` on [0, 1], rounded to the grid ``G``; the other column is
+    ``1 - p``, exact on ``G`` too. ``K >= 3`` columns: the top-label
+    confidence ``c`` is replaced by a draw from the sech kernel of scale
+    ``scale`` around ``c`` truncated to ``[1/K, 1]`` (the range a top-label
+    confidence can take), rounded to ``G`` (to the smallest grid point above
+    ``1/K`` if it would fall on or below ``1/K``); the other classes share
+    the remaining mass in proportion to their base probabilities, shrunk
+    towards an even split only as far as needed to keep the top class on top.
 
     Parameters
     ----------
-    proba : ndarray of shape (n_samples, n_classes)
-        Base probabilities (rows sum to one). Not modified unless
-        ``overwrite_input``.
+    proba : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        Base probabilities (rows sum to one). Never modified.
     scale : float
         Kernel scale ``h`` in (0, 1].
     rng : numpy.random.Generator
-    overwrite_input : bool, default=False
-        In the binary case, write the perturbed probabilities into ``proba``
-        when it is a writeable float64 array (no new array: a fresh one costs
-        page faults about as long as the sampling).
     noise : ndarray, default=None
-        From :func:`perturbation_noise_async` with the same ``rng``.
+        From :func:`perturbation_noise_async` with the same ``rng`` and
+        ``n_classes`` (2 for a 1-D ``proba``). In the binary case it becomes
+        the output (and must not be used again).
 
     Returns
     -------
-    ndarray of shape (n_samples, n_classes)
-        A new array (column-major in the binary case), or ``proba`` itself.
+    ndarray of the shape of ``proba``
+        A new array (column-major in the binary case).
     """
     proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim == 1:
+        if not _is_buffer(noise, proba.shape[0]):
+            return sech_sample(proba, scale, rng)
+        return sech_sample(proba, scale, rng, out=noise[1], noise=noise[1])
     n, n_classes = proba.shape
     if n_classes == 1 or n == 0:
         return proba.copy()
-    if n_classes == 2 and overwrite_input and proba.flags.writeable:
-        p = proba[:, 1]
-        sech_sample(p, scale, rng, out=p, complement=proba[:, 0], noise=noise)
-        return proba
     if n_classes == 2:
         # Each column stored contiguously (returned as the transpose of a
         # (2, n) array): the sampler writes both columns block by block while
         # they are in cache (interleaved columns would cost strided passes),
         # and clips the centres to [0, 1] on the way.
-        out = np.empty((2, n))
-        sech_sample(proba[:, 1], scale, rng, out=out[1], complement=out[0], noise=noise)
+        out = noise if _is_buffer(noise, n) else np.empty((2, n))
+        sech_sample(
+            proba[:, 1],
+            scale,
+            rng,
+            out=out[1],
+            complement=out[0],
+            noise=_noise_row(noise, out),
+        )
         return out.T
 
     rows = np.arange(n)
@@ -87,7 +112,11 @@ def perturb_proba(proba, scale, rng, *, overwrite_input=False, noise=None):
     low = 1.0 / n_classes
     t0 = np.clip((conf - low) / (1.0 - low), 0.0, 1.0)
     h = _kernel_scale(scale, n_classes)
-    new_conf = low + (1.0 - low) * sech_sample(t0, h, rng, noise=noise)
+    t = sech_sample(t0, h, rng, noise=noise, grid=False)
+    # The confidence itself is rounded (rounding t would put c off the grid).
+    new_conf = low + (1.0 - low) * t
+    round_to_grid(new_conf, out=new_conf)
+    np.maximum(new_conf, _lowest_confidence(n_classes), out=new_conf)
 
     rest = proba.copy()
     rest[rows, top] = 0.0
@@ -105,7 +134,7 @@ def perturb_proba(proba, scale, rng, *, overwrite_input=False, noise=None):
     out[empty] = even[empty, None]
     out[empty, top[empty]] = 0.0
     # If a runner-up would reach the new confidence, mix towards the even split
-    # (whose share is <= the confidence since it is >= 1/K) until it is just
+    # (whose share is < the confidence since it is > 1/K) until it is just
     # below: a tie would let argmax pick another class than the perturbed one.
     runner_up = out.max(axis=1)
     cap = new_conf * (1.0 - _TIE_MARGIN)
@@ -119,3 +148,12 @@ def perturb_proba(proba, scale, rng, *, overwrite_input=False, noise=None):
         out[over, top[over]] = 0.0
     out[rows, top] = new_conf
     return out
+
+
+def _is_buffer(noise, n):
+    return noise is not None and noise.shape == (2, n)
+
+
+def _noise_row(noise, buf):
+    # The noise sits in row 1 of the buffer it came in.
+    return buf[1] if noise is buf else None

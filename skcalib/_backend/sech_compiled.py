@@ -13,60 +13,47 @@ import importlib.util
 
 import numpy as np
 
+from .score_grid import GRID_SCALE, GRID_STEP
+
 # numba costs ~70 MB and a second to import: it is only looked for here, and
 # imported when a large sample is first drawn.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
 def _angles(bits, angle, x):
-    # m = low 31 bits of each int32, rounded to float32 then scaled, as numpy's
-    # ``multiply(m, angle, dtype=float32)`` does.
+    # m = low 63 bits of each int64, rounded to float64 then scaled, as numpy's
+    # ``multiply(m, angle)`` does.
     for i in range(bits.shape[0]):
-        x[i] = np.float32(bits[i] & 0x7FFFFFFF) * angle
+        x[i] = np.float64(bits[i] & 0x7FFFFFFFFFFFFFFF) * angle
 
 
-def _sign_and_scale(x, bits, hf):
+def _sign_and_scale(x, bits, h):
     # The sign from the top bit as arithmetic: a branch would stop the loop
     # being vectorised. Exact, like numpy's sign-bit flip.
     for i in range(x.shape[0]):
-        x[i] = x[i] * np.float32(1 - 2 * ((bits[i] >> 31) & 1)) * hf
+        x[i] = x[i] * np.float64(1 - 2 * ((bits[i] >> 63) & 1)) * h
 
 
-def _finish(noise, centre, out, complement, saved, bad):
-    # ``out = clip(centre) + noise``, the clip keeping NaN like numpy's.
+def _finish(noise, centre, out, complement, saved, bad, grid):
+    # ``out = clip(centre) + noise``, the clip keeping NaN like numpy's, then
+    # rounded to the grid as ``score_grid.round_to_grid`` does (multiply,
+    # rint, multiply: each exact or correctly rounded, as in numpy).
     # Returns the number of draws outside [0, 1] (NaN included) and flags them
     # in ``bad`` (unconditional stores keep the loop vectorised); ``saved``
-    # keeps every centre, for the redraw of those.
+    # keeps every centre, for the redraw of those. ``noise`` may be ``out``.
     n_bad = 0
     for i in range(noise.shape[0]):
         c = centre[i]
         saved[i] = c
         cc = 0.0 if c < 0.0 else c
         cc = 1.0 if c > 1.0 else cc
-        s = cc + np.float64(noise[i])
+        s = cc + noise[i]
+        outside = not ((s >= 0.0) & (s <= 1.0))
+        if grid:
+            s = np.rint(s * GRID_SCALE) * GRID_STEP
         out[i] = s
         if complement is not None:
             complement[i] = 1.0 - s
-        outside = not ((s >= 0.0) & (s <= 1.0))
-        bad[i] = outside
-        n_bad += outside
-    return n_bad
-
-
-def _finish_pairs(noise, pairs, saved, bad):
-    # ``_finish`` in place on the rows ``(1 - p, p)`` of a C-ordered array: the
-    # compiler sees the interleaved layout (two strided views would not be
-    # vectorised).
-    n_bad = 0
-    for i in range(noise.shape[0]):
-        c = pairs[i, 1]
-        saved[i] = c
-        cc = 0.0 if c < 0.0 else c
-        cc = 1.0 if c > 1.0 else cc
-        s = cc + np.float64(noise[i])
-        pairs[i, 1] = s
-        pairs[i, 0] = 1.0 - s
-        outside = not ((s >= 0.0) & (s <= 1.0))
         bad[i] = outside
         n_bad += outside
     return n_bad
@@ -74,7 +61,7 @@ def _finish_pairs(noise, pairs, saved, bad):
 
 @functools.cache
 def compiled_loops():
-    """``(angles, sign_and_scale, finish, finish_pairs)`` compiled with numba.
+    """``(angles, sign_and_scale, finish)`` compiled with numba.
 
     None without numba.
     """
@@ -85,4 +72,4 @@ def compiled_loops():
     def jit(func):
         return numba.njit(cache=True, nogil=True, boundscheck=False)(func)
 
-    return tuple(jit(f) for f in (_angles, _sign_and_scale, _finish, _finish_pairs))
+    return tuple(jit(f) for f in (_angles, _sign_and_scale, _finish))

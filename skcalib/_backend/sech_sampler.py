@@ -1,9 +1,14 @@
-"""Exact sampler of the truncated hyperbolic-secant kernel, fast on large inputs.
+"""Exact sampler of the truncated hyperbolic-secant kernel, on the score grid.
 
-A draw is ``clip(s0) + h X``, X of the untruncated sech law, redrawn while
-outside [0, 1]. The noise ``h X`` does not depend on the centres, so it is
-drawn by :func:`sech_noise` (possibly while the centres are still being
-computed, see :func:`sech_noise_async`) and added by :func:`sech_sample`.
+A draw is ``clip(s0) + h X``, X of the untruncated sech law drawn in double
+precision from 64 random bits, redrawn while outside [0, 1]; the accepted
+value is then rounded to the fixed grid ``G = {k / 2**24}``
+(:mod:`skcalib._backend.score_grid`). Draws around every centre share that one
+support, so a perturbed score does not reveal the centre it was drawn around
+(noise added in finite precision to a centre lives on a lattice shifted by the
+centre). The noise ``h X`` does not depend on the centres, so it is drawn by
+:func:`sech_noise` (possibly while the centres are still being computed, see
+:func:`sech_noise_async`) and added by :func:`sech_sample`.
 """
 
 from __future__ import annotations
@@ -16,20 +21,18 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .kernels import sech_ppf
+from .score_grid import round_to_grid
 from .sech_compiled import compiled_loops
 
 __all__ = ["sech_noise", "sech_noise_async", "sech_sample"]
 
-# One proposal from 32 bits (two per 64-bit word of the bit generator): the
-# sign bit of an int32 picks the side and the other 31 bits give m, with
-# π v / 2 = m π / 2**33 in [0, π/4).
-_SIGN_BIT = np.int32(-(2**31))
-_LOW_BITS = np.int32(2**31 - 1)
-_ANGLE_PER_UNIT = np.float32(np.pi / 2**33)
-# Below this scale h * ln tan(...) could underflow in single precision.
-_MIN_F32_SCALE = 2.0**-80
+# One proposal per 64-bit word of the bit generator: the sign bit of the word
+# (read as an int64) picks the side and the other 63 bits give m, with the
+# angle π v / 2 = m π / 2**65 in [0, π/4).
+_SIGN_BIT = np.int64(-(2**63))
+_LOW_BITS = np.int64(2**63 - 1)
+_ANGLE_PER_UNIT = np.pi / 2.0**65
 # Blocks small enough for the cache: the passes over a block cost little.
-# Even, so that every block but the last starts on a whole 64-bit word.
 _SECH_BLOCK = 1 << 17
 _SECH_MIN_BLOCKS_PER_THREAD = 2
 _SECH_MAX_THREADS = 4
@@ -41,28 +44,37 @@ _PROPOSAL_MIN_SIZE = 64
 _PROPOSAL_MAX_SCALE = 0.25
 
 
-def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None):
+def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None, grid=True):
     """Draw one value from the truncated sech kernel centred at each ``s0``.
 
     Exact rejection sampling from the untruncated hyperbolic-secant law, keeping
-    draws inside [0, 1]. A proposal is ``s0 ± h ln tan(π v / 2)`` with
-    ``v`` uniform on (0, 1/2) and a random sign: the symmetric form keeps full
+    draws inside [0, 1], then rounding them to the grid ``G = {k / 2**24}``
+    (ties to even). A proposal is ``s0 ± h ln tan(π v / 2)`` with ``v``
+    uniform on (0, 1/2) and a random sign: the symmetric form keeps full
     relative precision in both tails. The acceptance probability
     ``Z(s0, h) / (π h)`` is at least ~1/2 (a centre on the boundary with small
     ``h``) and ~1 for interior centres. Rows still rejected after a few rounds,
     small inputs and large ``h`` (acceptance then falls like ``1 / h``) use the
     closed-form inverse cdf (:func:`~skcalib._backend.kernels.sech_ppf`)
-    instead.
+    instead, rounded to the grid in the same way.
 
-    Each proposal uses 32 random bits, one for the sign and 31 for
-    ``v = m / 2**32``, ``m = 1 .. 2**31 - 1`` (``m = 0`` is redrawn), and
-    ``h ln tan(π v / 2)`` is computed in single precision before being added
-    to the double-precision centre. Resolution: ``|s - s0| <= 21.7 h``, i.e.
-    the untruncated law is cut where its tail has probability ``2**-31`` per
-    draw, and the noise carries a rounding error below about ``1e-6 h``
-    (a few ``1e-7`` relative beyond ``h``), which moves the law by a total
-    variation distance of order ``1e-6``: far below anything a kernel
-    estimate, a certificate or a statistical test can resolve.
+    Each proposal reads one 64-bit word: its top bit is the sign and the
+    other 63 bits give ``v = m / 2**64``, ``m = 1 .. 2**63 - 1`` (``m = 0``,
+    an infinite proposal, is redrawn); ``h ln tan(π v / 2)`` is computed in
+    double precision. What this leaves of the exact law:
+
+    * the tail beyond ``|s - s0| = 44.4 h`` (``m < 1``) is cut, an event of
+      probability at most ``2**-62`` per draw (``2**-63`` for the untruncated
+      law, at most doubled by the truncation). A certificate at level
+      ``delta`` on ``n`` perturbed scores stays valid at level
+      ``delta + n 2**-62``, i.e. nothing measurable; the ``2**63`` values of
+      ``m`` put every other quantile of the law within ``2**-62`` of its
+      exact place;
+    * rounding errors of a few units in the last place of ``h ln tan`` and of
+      the sum move a draw by at most about ``4e-16``: they change its grid
+      point only when it falls that close to a cell edge. For ``h`` well
+      above the grid step this moves the probability of each grid point (and
+      the calibration function there) by a relative ``2e-8`` or less.
 
     The first proposals are drawn by :func:`sech_noise` (see there for blocks
     and threads); rejected rows are redrawn afterwards from ``rng``. With numba
@@ -82,11 +94,18 @@ def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None):
         a strided view, and either ``s0`` itself (the centres are replaced by
         the draws) or an array that does not overlap it.
     complement : ndarray of shape (n,), dtype float64, default=None
-        If given (with ``out``), also receives ``1 - s``, computed block by
-        block while the draws are in cache. Must not overlap ``s0`` or ``out``.
-    noise : ndarray, default=None
+        If given (with ``out``), also receives ``1 - s`` (exact: ``s`` is on
+        the grid), computed block by block while the draws are in cache. Must
+        not overlap ``s0`` or ``out``.
+    noise : ndarray of shape (n,), default=None
         ``sech_noise(s0.size, h, rng)``, drawn beforehand from the same
-        ``rng``; the draws are then exactly those without it.
+        ``rng``; the draws are then exactly those without it. It may be
+        ``out`` itself (the noise is then replaced by the draws), or must not
+        overlap ``out`` or ``complement``.
+    grid : bool, default=True
+        Round the draws to the grid. ``False`` keeps the unrounded draws, for
+        a caller that maps them affinely before rounding (the top-label
+        confidence).
 
     Returns
     -------
@@ -106,7 +125,11 @@ def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None):
         if _overlaps(complement, out) or _overlaps(complement, s0):
             raise ValueError("complement must not overlap s0 or out.")
     if not _uses_proposals(s0.size, h):
-        out[...] = sech_ppf(rng.random(size=s0.shape), np.clip(s0, 0.0, 1.0), h)
+        draws = np.asarray(
+            sech_ppf(rng.random(size=s0.shape), np.clip(s0, 0.0, 1.0), h),
+            dtype=np.float64,
+        )
+        out[...] = round_to_grid(draws, out=draws) if grid else draws
         if complement is not None:
             np.subtract(1.0, out, out=complement)
         return out if out.ndim else float(out)
@@ -114,26 +137,35 @@ def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None):
         noise = sech_noise(s0.size, h, rng)
     elif noise.shape != (s0.size,):
         raise ValueError("noise must have one value per centre.")
+    elif (
+        _overlaps(noise, s0)
+        or (_overlaps(noise, out) and not _same_view(noise, out))
+        or (complement is not None and _overlaps(noise, complement))
+    ):
+        raise ValueError(
+            "noise must be out itself or not overlap s0, out or complement."
+        )
     centre, dst = s0.reshape(-1), out.reshape(-1)
-    rows, centres = _add_noise(centre, noise, dst, complement)
+    rows, centres = _add_noise(centre, noise, dst, complement, grid)
     if rows.size:
-        _sech_redraw(centres, h, rng, dst, rows)
+        _sech_redraw(centres, h, rng, dst, rows, grid)
         if complement is not None:
             complement[rows] = 1.0 - dst[rows]
     return out
 
 
-def sech_noise(n, h, rng):
+def sech_noise(n, h, rng, *, out=None):
     """The noise ``h X`` of ``n`` sech proposals (see :func:`sech_sample`).
 
-    Reads ``n`` 32-bit draws from ``rng`` (none for small ``n`` or large ``h``,
-    where :func:`sech_sample` uses the inverse cdf and an empty array is
-    returned). Large inputs are cut into fixed blocks of ``2**17`` draws,
-    processed by up to ``min(4, number of usable CPUs)`` threads. Block ``i``
-    reads its bits at its own fixed position of the generator's stream (bit
-    generators with ``advance``, such as numpy's default PCG64), so the noise
-    is exactly that of a sequential pass, whatever the number of threads;
-    other bit generators are read sequentially by one thread.
+    Reads ``n`` 64-bit words from ``rng`` (none for small ``n`` or large
+    ``h``, where :func:`sech_sample` uses the inverse cdf and an empty array,
+    or ``out`` untouched, is returned). Large inputs are cut into fixed blocks
+    of ``2**17`` draws, processed by up to ``min(4, number of usable CPUs)``
+    threads. Block ``i`` reads its bits at its own fixed position of the
+    generator's stream (bit generators with ``advance``, such as numpy's
+    default PCG64), so the noise is exactly that of a sequential pass,
+    whatever the number of threads; other bit generators are read
+    sequentially by one thread.
 
     Parameters
     ----------
@@ -142,16 +174,17 @@ def sech_noise(n, h, rng):
     h : float
         Scale, > 0.
     rng : numpy.random.Generator
+    out : ndarray of shape (n,), dtype float64, default=None
+        Contiguous array to write the noise into.
 
     Returns
     -------
-    noise : ndarray of shape (n,) (or (0,))
-        float32, or float64 when ``h < 2**-80`` (no underflow).
+    noise : ndarray of shape (n,) (or (0,)), float64
     """
-    return _sech_noise(n, h, rng.bit_generator, _sech_threads())
+    return _sech_noise(n, h, rng.bit_generator, _sech_threads(), out)
 
 
-def sech_noise_async(n, h, rng):
+def sech_noise_async(n, h, rng, *, with_complement=False):
     """Start :func:`sech_noise` in a background thread; returns a future.
 
     The noise does not depend on the centres, so it can be drawn while they
@@ -160,6 +193,12 @@ def sech_noise_async(n, h, rng):
     thread: it is free for other draws, which come after the noise in its
     stream. Small inputs, and bit generators without ``advance``, are drawn at
     once.
+
+    With ``with_complement`` the result is a new C-ordered array of shape
+    ``(2, n)`` whose row 1 holds the noise (when :func:`sech_sample` uses
+    proposals) and row 0 is free: the caller can draw in place with
+    ``out=buf[1], complement=buf[0], noise=buf[1]``, and the array is
+    allocated (and its pages touched) in the background too.
     """
     bitgen = rng.bit_generator
     if (
@@ -167,11 +206,13 @@ def sech_noise_async(n, h, rng):
         or not _uses_proposals(n, h)
         or not hasattr(bitgen, "advance")
     ):
-        return _DoneFuture(sech_noise(n, h, rng))
+        return _DoneFuture(
+            _noise_buffer(n, h, bitgen, _sech_threads(), with_complement)
+        )
     stream = copy.copy(bitgen)
-    bitgen.advance((n + 1) // 2)
+    bitgen.advance(n)
     # One thread: the other cores are busy computing the centres.
-    return _noise_pool().submit(_sech_noise, n, h, stream, 1)
+    return _noise_pool().submit(_noise_buffer, n, h, stream, 1, with_complement)
 
 
 class _DoneFuture:
@@ -182,27 +223,41 @@ class _DoneFuture:
         return self._value
 
 
+def _noise_buffer(n, h, bitgen, n_threads, with_complement):
+    if not with_complement:
+        return _sech_noise(n, h, bitgen, n_threads, None)
+    buf = np.empty((2, n))
+    _sech_noise(n, h, bitgen, n_threads, buf[1])
+    # Touch the free row's pages here, off the caller's thread: faulting them
+    # in when the complement is first written costs about as much as the
+    # writes themselves.
+    buf[0].fill(0.0)
+    return buf
+
+
 def _uses_proposals(n, h):
     return n >= _PROPOSAL_MIN_SIZE and h <= _PROPOSAL_MAX_SCALE
 
 
-def _sech_noise(n, h, bitgen, n_threads):
+def _sech_noise(n, h, bitgen, n_threads, out):
     if not _uses_proposals(n, h):
-        return np.empty(0, dtype=np.float32)
-    noise = np.empty(n, dtype=np.float32 if h >= _MIN_F32_SCALE else np.float64)
-    loops = _sech_loops(n, h)
+        return np.empty(0) if out is None else out
+    noise = np.empty(n) if out is None else out
+    if noise.shape != (n,) or noise.dtype != np.float64 or not noise.flags.c_contiguous:
+        raise ValueError("out must be a contiguous float64 array of shape (n,).")
+    loops = _sech_loops(n)
     groups = _block_groups(n, n_threads if hasattr(bitgen, "advance") else 1)
     if len(groups) == 1:
         _noise_blocks(noise, h, bitgen, 0, n, loops)
         return noise
     tasks = []
     for start, stop in groups:
-        # Two draws per 64-bit word: a run starting at row ``start`` begins at
-        # word ``start // 2`` of the stream.
+        # One word per row: a run starting at row ``start`` begins at word
+        # ``start`` of the stream.
         stream = copy.copy(bitgen)
-        stream.advance(start // 2)
+        stream.advance(start)
         tasks.append((noise, h, stream, start, stop, loops))
-    bitgen.advance((n + 1) // 2)
+    bitgen.advance(n)
     _run_groups(_noise_blocks, tasks)
     return noise
 
@@ -227,59 +282,53 @@ def _noise_blocks(noise, h, bitgen, start, stop, loops):
     scratch = _sech_scratch()
     for first in range(start, stop, _SECH_BLOCK):
         x = noise[first : min(first + _SECH_BLOCK, stop)]
-        n = x.shape[0]
-        bits = bitgen.random_raw((n + 1) // 2).view(np.int32)[:n]
-        if loops is None or x.dtype != np.float32:
-            _noise_passes(bits, h, x, scratch)
+        bits = bitgen.random_raw(x.shape[0]).view(np.int64)
+        if loops is None:
+            _noise_passes(bits, h, x, scratch.bits[: x.shape[0]])
         else:
             angles, sign_and_scale = loops[:2]
             angles(bits, _ANGLE_PER_UNIT, x)
             _log_tan(x)
-            sign_and_scale(x, bits, np.float32(h))
+            sign_and_scale(x, bits, np.float64(h))
 
 
-def _noise_passes(bits, h, out, scratch):
-    """``h X`` in ``out`` from the int32 draws ``bits``, by numpy passes.
+def _noise_passes(bits, h, out, mag):
+    """``h X`` in ``out`` from the int64 draws ``bits``, by numpy passes.
 
     The twin of the compiled loops (same operations, same rounding).
-    ``bits`` is overwritten.
+    ``bits`` is overwritten; ``mag`` is an int64 work array of its shape.
     """
-    n = bits.shape[0]
-    mag = scratch.bits[:n]
-    x = out if out.dtype == np.float32 else scratch.noise[:n]
     np.bitwise_and(bits, _LOW_BITS, out=mag)
-    np.multiply(mag, _ANGLE_PER_UNIT, out=x, dtype=np.float32)
-    _log_tan(x)
+    np.multiply(mag, _ANGLE_PER_UNIT, out=out)
+    _log_tan(out)
     # ln tan(π v / 2) <= 0: flipping its sign bit with the draw's sign bit
     # gives either side with probability 1/2.
     np.bitwise_and(bits, _SIGN_BIT, out=bits)
-    xi = x.view(np.int32)
+    xi = out.view(np.int64)
     np.bitwise_xor(xi, bits, out=xi)
-    if out.dtype == np.float32:
-        x *= np.float32(h)
-    else:
-        np.multiply(x, np.float64(h), out=out)
+    out *= np.float64(h)
     return out
 
 
 def _log_tan(x):
+    # tan and log stay numpy calls on both paths: compiled versions of them
+    # could round differently.
     np.tan(x, out=x)
     with np.errstate(divide="ignore"):
         # m = 0 gives -inf, hence a draw outside [0, 1] that is redrawn.
         np.log(x, out=x)
 
 
-def _add_noise(centre, noise, out, complement):
-    """``out = clip(centre) + noise`` (and ``complement = 1 - out``), by blocks.
+def _add_noise(centre, noise, out, complement, grid):
+    """``out = round(clip(centre) + noise)`` (and ``complement = 1 - out``).
 
-    Returns the rows outside [0, 1] and their centres (``out`` may be
-    ``centre`` itself).
+    By blocks; returns the rows outside [0, 1] and their centres (``out``
+    may be ``centre`` or ``noise`` itself).
     """
     n = centre.shape[0]
-    loops = _sech_loops(n, 1.0)
-    pairs = _interleaved_pairs(centre, out, complement) if loops else None
+    loops = _sech_loops(n)
     tasks = [
-        (centre, noise, out, complement, pairs, loops, start, stop)
+        (centre, noise, out, complement, grid, loops, start, stop)
         for start, stop in _block_groups(n, _sech_threads())
     ]
     rows, centres = [], []
@@ -291,7 +340,7 @@ def _add_noise(centre, noise, out, complement):
     return np.concatenate(rows), np.concatenate(centres)
 
 
-def _add_noise_blocks(centre, noise, out, complement, pairs, loops, start, stop):
+def _add_noise_blocks(centre, noise, out, complement, grid, loops, start, stop):
     """:func:`_add_noise` on rows ``start:stop``; lists of rows and centres."""
     scratch = _sech_scratch()
     rows, centres = [], []
@@ -311,17 +360,17 @@ def _add_noise_blocks(centre, noise, out, complement, pairs, loops, start, stop)
             n_bad = not (lo >= 0.0 and hi <= 1.0)
             if n_bad:
                 np.logical_not((s >= 0.0) & (s <= 1.0), out=flags)
+            if grid:
+                round_to_grid(s, out=s)
             np.copyto(d, s)
             if e is not None:
                 np.subtract(1.0, s, out=e)
-        elif pairs is not None:
-            n_bad = loops[3](x, pairs[block], kept, flags)
         else:
             if not c.flags.c_contiguous:
                 # The compiled loop is only vectorised on contiguous input.
                 np.copyto(kept, c)
                 c = kept
-            n_bad = loops[2](x, c, d, e, kept, flags)
+            n_bad = loops[2](x, c, d, e, kept, flags, grid)
         if n_bad:
             bad = np.flatnonzero(flags)
             rows.append(first + bad)
@@ -329,7 +378,7 @@ def _add_noise_blocks(centre, noise, out, complement, pairs, loops, start, stop)
     return rows, centres
 
 
-def _sech_redraw(centres, h, rng, out, todo):
+def _sech_redraw(centres, h, rng, out, todo, grid):
     """Redraw ``out[todo]`` around ``centres`` until inside [0, 1].
 
     The inverse cdf takes over after a few rounds.
@@ -337,19 +386,17 @@ def _sech_redraw(centres, h, rng, out, todo):
     for _ in range(_SECH_REJECTION_ROUNDS):
         if todo.size == 0:
             return
-        bits = rng.bit_generator.random_raw((todo.size + 1) // 2)
-        noise = _noise_passes(
-            bits.view(np.int32)[: todo.size],
-            h,
-            np.empty(todo.size, dtype=np.float32 if h >= _MIN_F32_SCALE else float),
-            _SechScratch(todo.size),
-        )
+        bits = rng.bit_generator.random_raw(todo.size).view(np.int64)
+        noise = _noise_passes(bits, h, np.empty(todo.size), np.empty_like(bits))
         x = np.clip(centres, 0.0, 1.0) + noise
         ok = (x >= 0.0) & (x <= 1.0)
+        if grid:
+            round_to_grid(x, out=x)
         out[todo[ok]] = x[ok]
         todo, centres = todo[~ok], centres[~ok]
     if todo.size:
-        out[todo] = sech_ppf(rng.random(size=todo.size), np.clip(centres, 0.0, 1.0), h)
+        x = sech_ppf(rng.random(size=todo.size), np.clip(centres, 0.0, 1.0), h)
+        out[todo] = round_to_grid(x, out=x) if grid else x
 
 
 def _overlaps(a, b):
@@ -363,27 +410,9 @@ def _same_view(a, b):
     )
 
 
-def _interleaved_pairs(centre, out, complement):
-    """``complement`` and ``out`` as the columns of a C-ordered (n, 2) array,
-    when they are (and ``out`` is ``centre``); else None."""
-    item = out.itemsize
-    if (
-        complement is None
-        or not _same_view(out, centre)
-        or out.strides != (2 * item,)
-        or complement.strides != (2 * item,)
-        or out.__array_interface__["data"][0]
-        != complement.__array_interface__["data"][0] + item
-    ):
-        return None
-    return np.lib.stride_tricks.as_strided(
-        complement, shape=(out.shape[0], 2), strides=(2 * item, item)
-    )
-
-
-def _sech_loops(n, h):
+def _sech_loops(n):
     """The compiled block loops when they pay off (None: the numpy passes)."""
-    if n < _COMPILED_MIN_SIZE or h < _MIN_F32_SCALE:
+    if n < _COMPILED_MIN_SIZE:
         return None
     return compiled_loops()
 
@@ -405,8 +434,7 @@ class _SechScratch:
     """Work buffers of one block."""
 
     def __init__(self, size):
-        self.bits = np.empty(size, dtype=np.int32)
-        self.noise = np.empty(size, dtype=np.float32)
+        self.bits = np.empty(size, dtype=np.int64)
         self.saved = np.empty(size)
         self.draws = np.empty(size)
         self.bad = np.empty(size, dtype=bool)
