@@ -884,7 +884,7 @@ def _refuse_text(x, name):
     else:
         values = ()
     if kind in ("U", "S") or any(isinstance(v, (str, bytes)) for v in values):
-        raise TypeError(f"{name} must be numeric probabilities, got text values.")
+        raise ValueError(f"{name} must be numeric probabilities, got text values.")
 
 
 def _float_array(x, name, *, copy=False):

@@ -16,6 +16,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import KFold, cross_validate  # noqa: E402
 from sklearn.svm import LinearSVC  # noqa: E402
 
+from skcalib import perturb_proba
 from skcalib.display import (  # noqa: E402
     BinnedReliabilityDisplay,
     CalibrationBoundDisplay,
@@ -448,8 +449,9 @@ def test_bound_display_default_methods_and_binary_only():
     assert CalibrationBoundDisplay.from_predictions(y, s, random_state=0).methods == [
         "tv"
     ]
+    s_perturbed = perturb_proba(s, scale=2**-4, random_state=0)
     nw = CalibrationBoundDisplay.from_predictions(
-        y, s, perturbation_scale=2**-4, random_state=0
+        y, s_perturbed, perturbation_scale=2**-4, random_state=0
     )
     assert nw.methods == ["tv", "nw", "lipschitz"]
     yy, P = _multiclass(n=600)
