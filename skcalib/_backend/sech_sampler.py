@@ -353,25 +353,26 @@ def _add_noise_blocks(centre, noise, out, complement, grid, loops, start, stop):
             # Computed in a contiguous buffer, then written: ``out`` and
             # ``complement`` are often strided, where numpy passes are slow.
             s = scratch.draws[: d.shape[0]]
-            np.copyto(kept, c)
-            np.clip(kept, 0.0, 1.0, out=s)
+            np.clip(c, 0.0, 1.0, out=s)
             s += x
             lo, hi = s.min(), s.max()
-            n_bad = not (lo >= 0.0 and hi <= 1.0)
-            if n_bad:
+            if not (lo >= 0.0 and hi <= 1.0):
                 np.logical_not((s >= 0.0) & (s <= 1.0), out=flags)
+                bad = np.flatnonzero(flags)
+                # Read before ``out``, which may be ``centre``, is written.
+                rows.append(first + bad)
+                centres.append(c[bad])
             if grid:
                 round_to_grid(s, out=s)
             np.copyto(d, s)
             if e is not None:
                 np.subtract(1.0, s, out=e)
-        else:
-            if not c.flags.c_contiguous:
-                # The compiled loop is only vectorised on contiguous input.
-                np.copyto(kept, c)
-                c = kept
-            n_bad = loops[2](x, c, d, e, kept, flags, grid)
-        if n_bad:
+            continue
+        if not c.flags.c_contiguous:
+            # The compiled loop is only vectorised on contiguous input.
+            np.copyto(kept, c)
+            c = kept
+        if loops[2](x, c, d, e, kept, flags, grid):
             bad = np.flatnonzero(flags)
             rows.append(first + bad)
             centres.append(kept[bad])
