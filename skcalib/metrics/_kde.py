@@ -94,7 +94,7 @@ def _solve(F, y, w, scale, *, p, bandwidth, debias, chunk_size, n_jobs):
         None,
         bandwidth,
         leave_one_out=True,
-        pair_agreement=debias,
+        squared_error=debias,
         chunk_size=chunk_size,
         n_jobs=n_jobs,
     )
@@ -160,9 +160,14 @@ def kde_calibration_error(
         ``E|E[y|s] - s|^p`` of the positive class.
     debias : "auto" or bool, default="auto"
         ``"auto"`` means ``True`` for ``p=2`` and ``False`` otherwise. The
-        debiased ``p=2`` estimate removes the diagonal terms of
-        ``||R_j||^2`` (a U-statistic); it is unbiased for ``CE_2^2`` up to
-        kernel smoothing and can be negative, which is reported as is.
+        debiased ``p=2`` estimate is the U-statistic of ``||R_j - f_j||^2``
+        over pairs of *distinct* neighbours: writing
+        ``||R_j - f_j||^2 = sum_{i,i'} W_ji W_ji' <e_{y_i} - f_j, e_{y_i'} - f_j>``,
+        the diagonal pairs ``i = i'`` are dropped and the weights renormalised
+        by ``1 - sum_i W_ji^2``. The label noise then no longer adds to the
+        estimate, so it is centred near 0 on calibrated data; the smoothing
+        bias of the kernel remains. It can be negative, which is reported
+        as is.
     root : bool, default=False
         Return the ``p``-th root. A negative debiased estimate ``v`` gives
         ``-(-v) ** (1 / p)`` so that the root stays monotone in the estimate.
@@ -197,10 +202,13 @@ def kde_calibration_error(
 
     The plug-in estimate (``debias=False``) is biased upward when the model is
     close to calibrated: with ``n`` samples the noise of ``R_j`` adds roughly
-    ``1 / sqrt(effective sample size)`` to every term. Prefer ``p=2`` with the
-    default debiasing to test for perfect calibration. The ``"mle"`` bandwidth
-    fits the density of the predictions, not the calibration error: it often
-    picks small bandwidths (few effective neighbours, check
+    ``1 / sqrt(effective sample size)`` to every term (``p=1``) or
+    ``1 / effective sample size`` (``p=2``). To judge how close a model is to
+    perfect calibration, use ``p=2`` with the default debiasing, which is
+    centred near 0 on calibrated data (the user guide tabulates its accuracy
+    against Monte-Carlo ground truth). The ``"mle"`` bandwidth fits the
+    density of the predictions, not the calibration error: it often picks
+    small bandwidths (few effective neighbours, check
     ``effective_sample_size_median``), where the plug-in value is inflated.
     More classes need wider kernels for the same effective sample size.
 
