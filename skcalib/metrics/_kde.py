@@ -108,7 +108,7 @@ def kde_calibration_error(
     y_proba,
     *,
     p=1,
-    bandwidth="mle",
+    bandwidth="risk",
     multi_class="canonical",
     debias="auto",
     root=False,
@@ -144,12 +144,18 @@ def kde_calibration_error(
         renormalised inside the kernel.
     p : float >= 1, default=1
         Order of the error.
-    bandwidth : {"mle", "risk"} or float > 0, default="mle"
-        Kernel bandwidth ``b``. ``"mle"`` maximises the leave-one-out
-        likelihood of the kernel density over 15 log-spaced values in
-        ``[1e-5, 0.1]`` and ``0.2, 0.4, ..., 1.0``; ``"risk"`` uses risk
-        alignment (Zhou, Popordanoska & Blaschko) on the same grid. Both run
-        on a random subsample of 3000 points (fixed seed) for larger
+    bandwidth : {"risk", "mle"} or float > 0, default="risk"
+        Kernel bandwidth ``b``, chosen on 15 log-spaced values in
+        ``[1e-5, 0.1]`` and ``0.2, 0.4, ..., 1.0``. ``"risk"`` uses risk
+        alignment (Zhou, Popordanoska & Blaschko): the ``b`` whose kernel
+        estimate of each sample's Brier risk best matches the observed one.
+        ``"mle"`` maximises the leave-one-out likelihood of the kernel
+        density of the predictions, which fits their density, not the
+        calibration error: on ``K = 10`` Dirichlet data it picks ``b = 1`` at
+        every ``n``. Against Monte-Carlo ground truth ``"risk"`` was the
+        closer selector in most cases (user guide, "ECE-KDE"), hence the
+        default, also of the scorer and of ``skcalib report``. Both run on a
+        random subsample of 3000 points (fixed seed) for larger
         ``n_samples`` and warn when the choice is an end of the grid.
     multi_class : {"canonical", "classwise", "top-label"}, default="canonical"
         For multiclass ``y_proba``: ``"canonical"`` compares the whole
@@ -227,14 +233,18 @@ def kde_calibration_error(
     >>> rng = np.random.default_rng(0)
     >>> proba = rng.dirichlet([1, 1, 1], size=500)
     >>> y = np.array([rng.choice(3, p=q) for q in proba])  # calibrated
-    >>> l2 = kde_calibration_error(y, proba, p=2, bandwidth=0.05)
-    >>> bool(abs(l2) < 0.02)
-    True
+    >>> # p = 2: the U-statistic (default) and the plug-in; the truth is 0.
+    >>> print(f"{kde_calibration_error(y, proba, p=2):.4f}")
+    0.0020
+    >>> print(f"{kde_calibration_error(y, proba, p=2, debias=False):.4f}")
+    0.0072
     >>> overconfident = proba**2 / (proba**2).sum(axis=1, keepdims=True)
-    >>> res = kde_calibration_error(y, overconfident, bandwidth=0.05,
-    ...                             return_details=True)
-    >>> res.bandwidth, bool(res.value > 0.1)
-    (0.05, True)
+    >>> res = kde_calibration_error(y, overconfident, p=2, return_details=True)
+    >>> print(f"{res.value:.4f} with the 'risk' bandwidth {res.bandwidth}")
+    0.0259 with the 'risk' bandwidth 0.4
+    >>> # The truth E||E[e_y | f] - f||^2, on these samples:
+    >>> print(f"{np.mean(np.sum((proba - overconfident) ** 2, axis=1)):.4f}")
+    0.0341
     """
     p, bandwidth, debias = check_kde_options(
         p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
