@@ -6,6 +6,17 @@ n x n kernel matrix at once, as the original implementation does) is timed
 side by side where it fits in memory.
 
 Run: ``python benchmarks/bench_kde_ece.py [--quick]``.
+
+``--accuracy`` instead compares the bandwidth selectors and the estimators
+with Monte-Carlo ground truth (``python benchmarks/bench_kde_ece.py
+--accuracy [--reps 3] [--n-jobs 2]``, a few minutes on 2 cores). The designs
+draw ``q ~ Dirichlet(1, ..., 1)``, labels ``y ~ Categorical(q)`` and report
+``f = softmax(log(q) / T)``; since ``f -> q`` is invertible,
+``E[e_y | f] = q`` and the canonical ``CE_p^p = E ||q - f||_p^p`` is a
+Monte-Carlo mean over 10^6 draws of ``q`` (no labels needed). ``T = 1`` is
+calibrated, ``T = 0.6`` over-confident, ``T = 1.6`` under-confident. ``K = 2``
+is the binary problem (scalar error of the positive class, half the
+two-coordinate sum).
 """
 
 from __future__ import annotations
@@ -50,6 +61,126 @@ def dense_reference(y, F, b):
     return scale * np.abs(R - F).sum(axis=1).mean()
 
 
+DESIGNS = {"calibrated": 1.0, "over-confident": 0.6, "under-confident": 1.6}
+SELECTORS = ("mle", "risk")
+ESTIMATORS = ("L1 plug-in", "L2 plug-in", "L2 U-stat", "L2 identity (old)")
+
+
+def ground_truth_sample(n, K, T, rng):
+    q = rng.dirichlet(np.ones(K), size=n)
+    y = np.minimum((rng.random(n)[:, None] > np.cumsum(q, axis=1)).sum(axis=1), K - 1)
+    f = np.exp(np.log(q) / T)
+    f /= f.sum(axis=1, keepdims=True)
+    return y, f, q
+
+
+def true_errors(K, T, n_mc=10**6):
+    """Monte-Carlo ``(CE_1, CE_2^2)`` of a design (scalar for K = 2)."""
+    _, f, q = ground_truth_sample(n_mc, K, T, np.random.default_rng(12345))
+    scale = 0.5 if K == 2 else 1.0
+    d = np.abs(q - f)
+    return scale * d.sum(axis=1).mean(), scale * (d**2).sum(axis=1).mean()
+
+
+def accuracy_cell(K, T, n, rep):
+    """Every selector x estimator on one sample (one smoother pass each)."""
+    from skcalib._backend.bandwidth import select_dirichlet_bandwidth
+    from skcalib._backend.smoothing import dirichlet_nw, label_squared_error
+
+    rng = np.random.default_rng([K, int(100 * T), n, rep])
+    y, F, _ = ground_truth_sample(n, K, T, rng)
+    scale = 0.5 if K == 2 else 1.0
+    w = np.ones(n)
+    out = {}
+    for sel in SELECTORS:
+        b, _ = select_dirichlet_bandwidth(F, y, w, sel, warn=False)
+        res = dirichlet_nw(
+            F,
+            y,
+            w,
+            None,
+            b,
+            leave_one_out=True,
+            pair_agreement=True,
+            squared_error=True,
+        )
+        d = res.ratio - F
+        old = label_squared_error(F, y) - 1.0 + res.pair_agreement
+        out[sel] = (
+            b,
+            scale * np.abs(d).sum(axis=1).mean(),
+            scale * (d**2).sum(axis=1).mean(),
+            scale * res.squared_error.mean(),
+            scale * old.mean(),
+        )
+    return out
+
+
+def accuracy(reps, n_jobs):
+    from joblib import Parallel, delayed
+
+    sizes = (2000, 10000)
+    cells = [(K, T, n) for K in (2, 3, 10) for T in DESIGNS.values() for n in sizes]
+    tasks = [
+        (c, r) for c in cells for r in range(reps if c[2] <= 2000 else max(1, reps - 1))
+    ]
+    t0 = time.perf_counter()
+    results = Parallel(n_jobs=n_jobs, backend="multiprocessing")(
+        delayed(accuracy_cell)(*c, r) for c, r in tasks
+    )
+    by_cell = {}
+    for (c, _), res in zip(tasks, results, strict=True):
+        by_cell.setdefault(c, []).append(res)
+    names = {v: k for k, v in DESIGNS.items()}
+    print(
+        f"Mean estimate over repetitions ({reps} at n = 2000, {max(1, reps - 1)} at "
+        "n = 10000) vs Monte-Carlo truth; relative error in % of the truth, "
+        "absolute error for a calibrated design (truth 0)"
+    )
+    print(
+        f"{'K':>3} {'design':<16} {'n':>6} {'selector':<8} {'median b':>9} "
+        + " ".join(f"{e:>20}" for e in ESTIMATORS)
+    )
+    err = {}
+    for c in cells:
+        K, T, n = c
+        t1, t2 = true_errors(K, T)
+        truths = (t1, t2, t2, t2)
+        print(
+            f"{K:>3} {names[T]:<16} {n:>6} {'truth':<8} {'':>9} "
+            + " ".join(f"{t:>20.4f}" for t in truths)
+        )
+        for sel in SELECTORS:
+            arr = np.array([r[sel] for r in by_cell[c]])
+            cols = []
+            for k, t in enumerate(truths):
+                est = arr[:, k + 1].mean()
+                err[c, sel, k] = abs(est - t)
+                rel = f"({100 * (est / t - 1):+.0f}%)" if t > 1e-6 else f"({est:+.4f})"
+                cols.append(f"{est:.4f} {rel:>9}")
+            print(
+                f"{K:>3} {'':<16} {n:>6} {sel:<8} {np.median(arr[:, 0]):9.3g} "
+                + " ".join(f"{col:>20}" for col in cols),
+                flush=True,
+            )
+    print(
+        "\nMean absolute error |mean estimate - truth| over the 6 cells of each K "
+        "(3 designs x 2 sizes), and cells where the selector is the closer one"
+    )
+    print(f"{'K':>3} {'selector':<8} " + " ".join(f"{e:>20}" for e in ESTIMATORS))
+    for K in (2, 3, 10):
+        mine = [c for c in cells if c[0] == K]
+        for sel in SELECTORS:
+            other = [o for o in SELECTORS if o != sel][0]
+            cols = []
+            for k in range(len(ESTIMATORS)):
+                mae = np.mean([err[c, sel, k] for c in mine])
+                wins = sum(err[c, sel, k] < err[c, other, k] for c in mine)
+                cols.append(f"{mae:.4f} ({wins}/6)")
+            print(f"{K:>3} {sel:<8} " + " ".join(f"{col:>20}" for col in cols))
+    print(f"total {time.perf_counter() - t0:.0f} s")
+
+
 def measure(func, *args, **kwargs):
     tracemalloc.start()
     t0, c0 = time.perf_counter(), time.process_time()
@@ -66,7 +197,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="n up to 5000 only")
     parser.add_argument("--target", action="store_true", help="only n = 20000, K = 100")
+    parser.add_argument(
+        "--accuracy", action="store_true", help="selectors vs Monte-Carlo truth"
+    )
+    parser.add_argument("--reps", type=int, default=3, help="with --accuracy")
+    parser.add_argument("--n-jobs", type=int, default=2, help="with --accuracy")
     args = parser.parse_args()
+    if args.accuracy:
+        return accuracy(args.reps, args.n_jobs)
     sizes = (1000, 5000) if args.quick else (1000, 5000, 20000)
     if args.target:
         return target()

@@ -627,3 +627,29 @@ def test_from_cv_results_classwise_folds_share_panels():
         assert on_panel[0].get_label() == (
             f"smECE = {np.mean(values):.3f} ± {np.std(values):.3f}"
         )
+
+
+def test_smooth_band_uses_the_curve_interval_method():
+    # One bootstrap, one default: the display band and legend interval are
+    # those of smooth_calibration_curve, basic by default.
+    y, p = _binary(n=1500)
+    kw = dict(n_bootstrap=30, random_state=5)
+    for method in ("basic", "percentile"):
+        curve = smooth_calibration_curve(y, p, ci_method=method, **kw)
+        extra = {} if method == "basic" else {"ci_method": method}
+        disp = SmoothReliabilityDisplay.from_predictions(y, p, **kw, **extra)
+        assert disp.smece_ci == curve.smece_ci
+        np.testing.assert_array_equal(disp.y_smooth_low, curve.y_smooth_low)
+        q_lo, q_hi = np.percentile(curve.smece_bootstrap, [2.5, 97.5])
+        ref = (
+            (q_lo, q_hi)
+            if method == "percentile"
+            else (
+                max(2 * curve.smece - q_hi, 0.0),
+                2 * curve.smece - q_lo,
+            )
+        )
+        assert disp.smece_ci == pytest.approx(ref, abs=1e-12)
+        plt.close(disp.figure_)
+    with pytest.raises(ValueError, match="ci_method"):
+        SmoothReliabilityDisplay.from_predictions(y, p, ci_method="bca", **kw)

@@ -51,13 +51,21 @@ def brute_terms(y, F, b, p, debias):
         for i in range(n):
             R[y[i]] += W[i]
         if debias:
-            s = sum(v * v for v in W)
-            S = (sum(r * r for r in R) - s) / (1.0 - s)
-            sq = sum((float(k == y[j]) - F[j, k]) ** 2 for k in range(K))
-            terms[j] = sq - 1.0 + S
+            terms[j] = _pair_double_sum(np.asarray(W), np.eye(K)[y] - F[j])
         else:
             terms[j] = sum(abs(R[k] - F[j, k]) ** p for k in range(K))
     return terms
+
+
+def _pair_double_sum(W, D):
+    """sum_{i != i'} W_i W_i' <d_i, d_i'> / sum_{i != i'} W_i W_i' (explicit pairs).
+
+    ``D`` holds ``d_i = e_{y_i} - f_j`` row by row; the diagonal pairs are
+    masked out of the n x n table, not subtracted from a square.
+    """
+    pair_w = np.outer(W, W)
+    np.fill_diagonal(pair_w, 0.0)
+    return float((pair_w * (D @ D.T)).sum() / pair_w.sum())
 
 
 def brute_value(y, F, b, p, debias, mode):
@@ -103,6 +111,18 @@ def binned_canonical_l1(y, F, n_bins):
         m = cell == c
         total += m.sum() * np.abs(E[m].mean(axis=0) - F[m].mean(axis=0)).sum()
     return total / n
+
+
+def _loo_weights(F, b, j):
+    """Leave-one-out kernel weights of row ``j``, kernel written out."""
+    logk = np.array(
+        [
+            _log_kernel_bf(F[j], F[i], b) if i != j else -np.inf
+            for i in range(F.shape[0])
+        ]
+    )
+    w = np.exp(logk - logk.max())
+    return w / w.sum()
 
 
 def _data(n, K, seed, floor=0.1):
@@ -177,11 +197,15 @@ def test_binary_beta_path_equals_two_class_dirichlet():
         # Smoother on the 2-class simplex, error read on the positive class.
         F2 = np.column_stack([1 - s, s])
         res = dirichlet_nw(
-            F2, y, np.ones(300), None, b, leave_one_out=True, pair_agreement=debias
+            F2, y, np.ones(300), None, b, leave_one_out=True, squared_error=debias
         )
         if debias:
-            terms = 2 * (y - s) ** 2 - 1 + res.pair_agreement
-            ref = 0.5 * terms.mean()
+            ref = 0.5 * np.mean(
+                [
+                    _pair_double_sum(_loo_weights(F2, b, j), np.eye(2)[y] - F2[j])
+                    for j in range(300)
+                ]
+            )
         else:
             ref = np.mean(np.abs(res.ratio[:, 1] - s) ** p)
         assert one_d == pytest.approx(two_col, abs=1e-14)
@@ -265,6 +289,52 @@ def test_null_debiased_l2_near_zero_and_l1_plugin_biased():
     assert l2_plugin - l2 > 0.01
 
 
+def _truth_l2(K, temperature):
+    """Monte-Carlo canonical CE_2^2 = E||q - f||^2 (scalar error for K = 2)."""
+    _, f, q = ground_truth_sample(400_000, K, seed=321, temperature=temperature)
+    return (0.5 if K == 2 else 1.0) * ((q - f) ** 2).sum(axis=1).mean()
+
+
+def _labels_and_scores(K, n, seed, temperature):
+    y, f, _ = ground_truth_sample(n, K, seed=seed, temperature=temperature)
+    return (y, f[:, 1]) if K == 2 else (y, f)
+
+
+def test_debiased_l2_is_centred_on_calibrated_data():
+    # f = q (temperature 1): CE = 0. The U-statistic drops the noise of the
+    # diagonal pairs and is centred near 0; the identity-based estimate
+    # (mean ||e_y - f||^2 - 1 + pair agreement) was -0.008 here on every seed.
+    vals = [
+        kde_calibration_error(
+            *_labels_and_scores(3, 1500, seed, 1.0), p=2, bandwidth=0.05
+        )
+        for seed in range(3)
+    ]
+    assert abs(np.mean(vals)) < 0.002, vals
+    assert min(vals) > -0.003, vals
+
+
+@pytest.mark.parametrize(
+    "K, temperature, b, rel",
+    [
+        (10, 0.6, 0.1, 0.2),  # over-confident, K = 10 (old estimate: -32 %)
+        (2, 1.6, 0.01, 0.35),  # under-confident binary (old estimate: -75 %)
+    ],
+)
+def test_debiased_l2_against_monte_carlo_truth(K, temperature, b, rel):
+    truth = _truth_l2(K, temperature)
+    vals = [
+        kde_calibration_error(
+            *_labels_and_scores(K, 1500 if K > 2 else 2000, seed, temperature),
+            p=2,
+            bandwidth=b,
+            labels=np.arange(K),
+        )
+        for seed in range(3)
+    ]
+    assert abs(np.mean(vals) - truth) < rel * truth, (vals, truth)
+
+
 def test_debiased_can_be_negative_and_root_is_signed():
     y, _, q = ground_truth_sample(400, 3, seed=11)
     vals = [kde_calibration_error(y, q, p=2, bandwidth=b) for b in (0.02, 0.05, 0.1)]
@@ -306,7 +376,9 @@ def _decimal_pair_reference(y, F, b, n_classes):
     """L1 and debiased p=2 values with kernel weights in Decimal (no underflow).
 
     The pair statistic is summed over explicit pairs ``i != i'`` (no
-    subtraction), so it stays exact when one neighbour dominates.
+    subtraction of the diagonal), so it stays exact when one neighbour
+    dominates: with ``d_a = e_{y_a} - f_j``,
+    ``<d_a, d_c> = [y_a = y_c] - f_j[y_a] - f_j[y_c] + ||f_j||^2``.
     """
     getcontext().prec = 40
     n = len(y)
@@ -323,13 +395,16 @@ def _decimal_pair_reference(y, F, b, n_classes):
             R[yi] += wi / tot
         same = Decimal(0)
         pairs = Decimal(0)
+        cross = Decimal(0)
+        fj = [Decimal(float(v)) for v in F[j]]
         for a in range(n - 1):
             rest = sum(W[c] for c in range(n - 1) if c != a)
             rest_same = sum(W[c] for c in range(n - 1) if c != a and lab[c] == lab[a])
             pairs += W[a] * rest
             same += W[a] * rest_same
-        sq = sum((float(k == y[j]) - F[j, k]) ** 2 for k in range(n_classes))
-        l2.append(sq - 1.0 + float(same / pairs))
+            cross += W[a] * rest * fj[lab[a]]
+        f_sq = sum(v * v for v in fj)
+        l2.append(float((same - 2 * cross + f_sq * pairs) / pairs))
         l1.append(sum(abs(float(R[k]) - F[j, k]) for k in range(n_classes)))
     return np.mean(l1), np.mean(l2)
 
@@ -614,3 +689,58 @@ def test_selector_subsamples_large_inputs_deterministically():
     idx = np.sort(np.random.default_rng(0).choice(500, size=200, replace=False))
     _, info3 = select_dirichlet_bandwidth(F[idx], y[idx], w[idx], "mle")
     np.testing.assert_allclose(info1["scores"], info3["scores"], rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Default bandwidth: one selector, chosen against Monte-Carlo ground truth
+# (benchmarks/bench_kde_ece.py --accuracy)
+# ---------------------------------------------------------------------------
+
+
+def _truth_l1_at(K, temperature):
+    _, f, q = ground_truth_sample(400_000, K, seed=321, temperature=temperature)
+    return (0.5 if K == 2 else 1.0) * np.abs(q - f).sum(axis=1).mean()
+
+
+def test_default_bandwidth_is_risk_in_the_api_the_scorer_and_the_cli():
+    from skcalib.cli import compute_report
+
+    y, f = _labels_and_scores(3, 400, 0, 0.6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        default = kde_calibration_error(y, f, return_details=True)
+        risk = kde_calibration_error(y, f, bandwidth="risk", return_details=True)
+        mle = kde_calibration_error(y, f, bandwidth="mle", return_details=True)
+    assert default.bandwidth == risk.bandwidth != mle.bandwidth
+    assert default.value == risk.value
+    clf = LogisticRegression().fit(f, y)  # any classifier; scored on its output
+    proba = clf.predict_proba(f)
+    scorer = get_scorer("neg_kde_calibration_error")
+    ref = kde_calibration_error(y, proba, bandwidth="risk", labels=clf.classes_)
+    assert scorer(clf, f, y) == pytest.approx(-ref, abs=1e-14)
+    report = compute_report(y, f, n_bootstrap=0)[0]["metrics"]["ece_kde"]
+    assert report["value"] == pytest.approx(default.value, abs=1e-14)
+    assert report["bandwidth"] == default.bandwidth
+
+
+def test_default_bandwidth_near_truth_on_ten_classes():
+    # Calibrated Dirichlet(1) data, K = 10: "mle" picks the end of the grid
+    # (b = 1), where the kernel average is nearly the global mean and even
+    # the U-statistic reads 0.067 for a truth of 0.
+    y, f = _labels_and_scores(10, 2000, 0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = kde_calibration_error(y, f, p=2, return_details=True)
+    assert abs(res.value) < 0.02, res.value
+    assert res.bandwidth < 1.0
+
+
+def test_default_bandwidth_l1_near_truth_binary_under_confident():
+    # Binary, under-confident (temperature 1.6): the "mle" bandwidth
+    # (0.052) over-smooths and the L1 estimate is 43 % low; "risk" is 7 % low.
+    truth = _truth_l1_at(2, 1.6)
+    vals = [
+        kde_calibration_error(*_labels_and_scores(2, 2000, seed, 1.6))
+        for seed in range(2)
+    ]
+    assert abs(np.mean(vals) - truth) < 0.2 * truth, (vals, truth)

@@ -81,3 +81,43 @@ def _bootstrap_batch(key, moments, M, seeds, geometry, sigma_curve, fixed_sigma)
             values.append(_sm.smece_at(stats, fixed_sigma, geometry))
         curves.append(_sm.smooth_curve(stats, sigma_curve, geometry)[1])
     return np.asarray(curves), np.asarray(values)
+
+
+#: Bootstrap confidence intervals offered by the smooth reliability curve.
+CI_METHODS = ("basic", "percentile")
+
+
+def bootstrap_interval(estimate, replicates, confidence_level, method, *, clip=(0, 1)):
+    """Two-sided bootstrap interval of ``estimate`` from its ``replicates``.
+
+    ``replicates`` has one row per resample (NaN entries are ignored, so
+    columns of a curve with no data in some resamples still get an interval;
+    all-NaN columns give NaN). With ``q_lo, q_hi`` the ``(1 - level) / 2`` and
+    ``(1 + level) / 2`` quantiles of the replicates:
+
+    * ``"percentile"``: ``[q_lo, q_hi]``;
+    * ``"basic"`` (reverse percentile): ``[2 est - q_hi, 2 est - q_lo]``. It
+      assumes that ``est - theta`` is distributed like ``est* - est``, so an
+      upward bias of the resamples relative to the estimate (which mirrors
+      the bias of the estimate relative to the population value) moves the
+      interval *down*, where the percentile interval moves it up.
+
+    Both ends are then clipped to ``clip``.
+    """
+    reps = np.asarray(replicates, dtype=np.float64)
+    est = np.asarray(estimate, dtype=np.float64)
+    alpha = 100 * (1 - confidence_level) / 2
+    seen = ~np.all(np.isnan(reps), axis=0)
+    q = np.full((2,) + reps.shape[1:], np.nan)
+    if np.all(seen):
+        q[:] = np.nanpercentile(reps, [alpha, 100 - alpha], axis=0)
+    else:
+        q[:, seen] = np.nanpercentile(reps[:, seen], [alpha, 100 - alpha], axis=0)
+    if method == "percentile":
+        lo, hi = q[0], q[1]
+    elif method == "basic":
+        lo, hi = 2 * est - q[1], 2 * est - q[0]
+    else:  # pragma: no cover - validated by the callers
+        raise ValueError(f"unknown bootstrap interval {method!r}")
+    lo, hi = np.clip(lo, *clip), np.clip(hi, *clip)
+    return lo, hi

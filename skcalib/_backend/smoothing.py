@@ -53,12 +53,19 @@ class DirichletSmootherResult:
         U-statistic estimate of ``||E[e_y | x_j]||^2``: the kernel-weighted
         fraction of pairs of distinct neighbours that share a label,
         ``(||R_j||^2 - s_j) / (1 - s_j)`` for unit weights.
+    squared_error : ndarray of shape (n_eval,) or None
+        U-statistic estimate of ``||E[e_y | x_j] - x_j||^2``: the kernel-weighted
+        mean of ``<e_{y_i} - x_j, e_{y_i'} - x_j>`` over pairs ``i != i'`` of
+        distinct neighbours, i.e. ``||R_j - x_j||^2`` without its diagonal
+        terms, ``(||R_j - x_j||^2 - sum_i W_ji^2 ||e_{y_i} - x_j||^2) / (1 - s_j)``
+        for unit weights.
     """
 
     ratio: np.ndarray | None
     effective_sample_size: np.ndarray
     log_density: np.ndarray
     pair_agreement: np.ndarray | None = None
+    squared_error: np.ndarray | None = None
 
 
 class DirichletCentres:
@@ -149,7 +156,9 @@ class DirichletCentres:
         return self.total_w - np.minimum(self.w[self.position[rows]], 1.0)
 
 
-def chunk_statistics(centres, L, loo=None, *, ratio=True, ess=True, pairs=False):
+def chunk_statistics(
+    centres, L, loo=None, *, ratio=True, ess=True, pairs=False, X=None
+):
     """Smoother statistics of a chunk of weighted log-kernel rows.
 
     Parameters
@@ -162,11 +171,15 @@ def chunk_statistics(centres, L, loo=None, *, ratio=True, ess=True, pairs=False)
     ratio, ess, pairs : bool
         Compute the ratio ``R``, the effective sample size and the pair
         agreement (class-label targets only).
+    X : ndarray of shape (c, K) or None
+        Evaluation points of the rows (clipped probability vectors); when
+        given, also the U-statistic ``squared_error`` of ``||R_j - x_j||^2``
+        (class-label targets only).
 
     Returns
     -------
     dict with ``log_mass`` (``log sum_i v_ji k_ji``) and, as requested,
-    ``ratio``, ``ess`` and ``pairs``.
+    ``ratio``, ``ess``, ``pairs`` and ``squared_error``.
 
     Notes
     -----
@@ -179,7 +192,13 @@ def chunk_statistics(centres, L, loo=None, *, ratio=True, ess=True, pairs=False)
     ``rho = exp(m2 - m1)`` every sum reads ``1 + rho * (...)`` and the
     statistic tends, as ``rho`` underflows, to the share of the remaining
     mass that agrees with the nearest neighbour's label instead of ``0 / 0``.
+    The squared-error U-statistic is split the same way: with
+    ``d_i = e_{y_i} - x_j``, ``D = sum_{i != i*} g_i d_i`` and
+    ``Q = sum_{i != i*} c_i g_i^2 ||d_i||^2`` its numerator is
+    ``t ||d_i*||^2 + rho (2 <d_i*, D> + rho (||D||^2 - Q))`` over the pair
+    mass ``t + rho (2 z + rho (z^2 - q))``.
     """
+    pairs = pairs or X is not None
     rows = np.arange(L.shape[0])
     if loo is not None:
         cols, log_shift, diag_c = loo
@@ -242,7 +261,42 @@ def chunk_statistics(centres, L, loo=None, *, ratio=True, ess=True, pairs=False)
             # t == 0: numerator and denominator divided by rho (which may be 0).
             scaled = (2.0 * a_top + rho * x_num) / (2.0 * z + rho * x_den)
         out["pairs"] = np.where(t > 0, plain, scaled)
+    if X is not None:
+        out["squared_error"] = _squared_error_u(
+            centres, g, a, q, z, rho, t, istar, X, loo
+        )
     return out
+
+
+def _squared_error_u(centres, g, a, q, z, rho, t, istar, X, loo):
+    """Pair (i != i') U-statistic of ``||R_j - x_j||^2``; see chunk_statistics."""
+    rows = np.arange(g.shape[0])
+    g2 = g * g
+    if not centres.unit_pairs:
+        g2 *= centres.pair_c
+    qk = centres.class_sums(g2)
+    if loo is not None:
+        cols, _, diag_c = loo
+        qk[rows, centres.y[cols]] += g[rows, cols] ** 2 * (
+            diag_c - centres.pair_c[cols]
+        )
+    x_sq = np.einsum("ij,ij->i", X, X)
+    a_x = np.einsum("ij,ij->i", a, X)
+    ystar = centres.y[istar]
+    x_star = X[rows, ystar]
+    d_star_sq = 1.0 - 2.0 * x_star + x_sq
+    # <d_i*, D> with D = a - z x
+    cross = a[rows, ystar] - z * x_star - a_x + z * x_sq
+    big_d = np.einsum("ij,ij->i", a, a) - 2.0 * z * a_x + z * z * x_sq
+    big_q = q - 2.0 * np.einsum("ij,ij->i", qk, X) + x_sq * q
+    x_num = big_d - big_q
+    x_den = z * z - q
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        plain = (t * d_star_sq + rho * (2.0 * cross + rho * x_num)) / (
+            t + rho * (2.0 * z + rho * x_den)
+        )
+        scaled = (2.0 * cross + rho * x_num) / (2.0 * z + rho * x_den)
+    return np.where(t > 0, plain, scaled)
 
 
 def iter_chunks(n, chunk_size):
@@ -267,6 +321,7 @@ def dirichlet_nw(
     *,
     leave_one_out=False,
     pair_agreement=False,
+    squared_error=False,
     chunk_size=None,
     n_jobs=None,
     eps=SIMPLEX_EPS,
@@ -298,6 +353,9 @@ def dirichlet_nw(
     pair_agreement : bool, default=False
         Also return the U-statistic estimate of ``||E[e_y | x_j]||^2``
         (class-label targets only).
+    squared_error : bool, default=False
+        Also return the U-statistic estimate of ``||E[e_y | x_j] - x_j||^2``
+        (class-label targets only).
     chunk_size : int or None
         Evaluation rows per chunk; default keeps a work array near 32 MB.
     n_jobs : int or None
@@ -311,14 +369,16 @@ def dirichlet_nw(
     """
     centres = DirichletCentres(F_train, Y_train, w_train, eps)
     if F_eval is None:
-        logX = np.log(centres.F)[centres.position]
+        X = centres.F[centres.position]
+        logX = np.log(X)
     else:
         if leave_one_out:
             raise ValueError(
                 "leave_one_out=True evaluates at the training points; "
                 "F_eval must be None."
             )
-        logX = np.log(clip_simplex(F_eval, eps))
+        X = clip_simplex(F_eval, eps)
+        logX = np.log(X)
     return _smooth(
         centres,
         logX,
@@ -326,13 +386,23 @@ def dirichlet_nw(
         leave_one_out=leave_one_out,
         ratio=True,
         pairs=pair_agreement,
+        X=X if squared_error else None,
         chunk_size=chunk_size,
         n_jobs=n_jobs,
     )
 
 
 def _smooth(
-    centres, logX, bandwidth, *, leave_one_out, ratio, pairs, chunk_size, n_jobs
+    centres,
+    logX,
+    bandwidth,
+    *,
+    leave_one_out,
+    ratio,
+    pairs,
+    chunk_size,
+    n_jobs,
+    X=None,
 ):
     m = logX.shape[0]
     Fb = centres.F / bandwidth
@@ -345,7 +415,14 @@ def _smooth(
         L -= shift
         rows = np.arange(sl.start, sl.stop)
         loo = centres.loo_columns(rows) if leave_one_out else None
-        return chunk_statistics(centres, L, loo, ratio=ratio, pairs=pairs)
+        return chunk_statistics(
+            centres,
+            L,
+            loo,
+            ratio=ratio,
+            pairs=pairs,
+            X=None if X is None else X[sl],
+        )
 
     parts = map_chunks(work, m, chunk_size, n_jobs)
     stats = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -359,7 +436,8 @@ def _smooth(
         ratio=stats.get("ratio"),
         effective_sample_size=stats["ess"],
         log_density=log_density,
-        pair_agreement=stats.get("pairs"),
+        pair_agreement=stats.get("pairs") if pairs else None,
+        squared_error=stats.get("squared_error"),
     )
 
 
@@ -372,11 +450,13 @@ def kde_error_terms(F, y, result, p, debias):
     """Per-sample terms of the ECE-KDE estimate of ``CE_p^p``.
 
     ``result`` is the leave-one-out :func:`dirichlet_nw` of ``(F, y)``. The
-    plug-in term is ``sum_k |R_jk - f_jk|^p``; the debiased ``p = 2`` term uses
-    ``E||e_y - f||² - 1 + E||E[e_y|f]||² = E||E[e_y|f] - f||²`` with the last
-    moment estimated without the diagonal (``i = i'``) pairs
-    (``pair_agreement=True``).
+    plug-in term is ``sum_k |R_jk - f_jk|^p``; the debiased ``p = 2`` term is
+    the U-statistic ``||R_j - f_j||^2`` without its diagonal (``i = i'``)
+    pairs (``squared_error=True``), whose conditional mean given the
+    neighbours' scores is the kernel average of
+    ``<E[e_y|f_i] - f_j, E[e_y|f_i'] - f_j>``: zero-mean noise is gone and only
+    the smoothing bias remains.
     """
     if debias:
-        return label_squared_error(F, y) - 1.0 + result.pair_agreement
+        return result.squared_error
     return (np.abs(result.ratio - F) ** p).sum(axis=1)

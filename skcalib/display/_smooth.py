@@ -118,6 +118,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         "metric",
         "n_bootstrap",
         "confidence_level",
+        "ci_method",
         "random_state",
         "n_jobs",
     )
@@ -348,6 +349,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         multi_class="top-label",
         n_bootstrap=0,
         confidence_level=0.95,
+        ci_method="basic",
         sample_weight=None,
         pos_label=None,
         labels=None,
@@ -372,7 +374,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             Probability of the positive class, or of every class (columns in
             the order of the sorted labels, or of ``labels`` when given).
         sigma, metric, multi_class, n_bootstrap, confidence_level, \
-sample_weight, pos_label, labels, random_state, n_jobs
+ci_method, sample_weight, pos_label, labels, random_state, n_jobs
             As in :func:`skcalib.metrics.smooth_calibration_curve`.
             ``multi_class="classwise"`` draws one panel per class.
         name : str, default="Classifier"
@@ -418,6 +420,7 @@ density_panel, despine
         multi_class="top-label",
         n_bootstrap=0,
         confidence_level=0.95,
+        ci_method="basic",
         sample_weight=None,
         pos_label=None,
         random_state=None,
@@ -439,7 +442,8 @@ density_panel, despine
             Classifier (or pipeline) with ``predict_proba``.
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-        sigma, metric, multi_class, n_bootstrap, confidence_level, sample_weight
+        sigma, metric, multi_class, n_bootstrap, confidence_level, ci_method, \
+sample_weight
             As in :meth:`from_predictions`.
         pos_label : int, float, bool or str, default=None
             Positive class of a binary problem; ``None`` is
@@ -485,6 +489,7 @@ despine
         multi_class="top-label",
         n_bootstrap=0,
         confidence_level=0.95,
+        ci_method="basic",
         sample_weight=None,
         pos_label=None,
         random_state=None,
@@ -510,7 +515,7 @@ despine
             The data given to ``cross_validate``.
         y : array-like of shape (n_samples,)
         sigma, metric, multi_class, n_bootstrap, confidence_level, \
-sample_weight, pos_label, random_state, n_jobs
+ci_method, sample_weight, pos_label, random_state, n_jobs
             As in :meth:`from_estimator`.
         name : str or list of str, default=None
             Legend name(s), with the conventions of :meth:`plot`.

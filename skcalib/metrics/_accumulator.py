@@ -516,7 +516,7 @@ def dask_metric(name, y_true, y_proba, *, sample_weight=None, **kwargs):
         _check_dask_options(
             multi_class, metric, n_bootstrap=(kwargs.pop("n_bootstrap"), 0)
         )
-        for key in ("confidence_level", "random_state", "n_jobs"):
+        for key in ("confidence_level", "ci_method", "random_state", "n_jobs"):
             kwargs.pop(key, None)
     elif name == "binned_calibration_error":
         _check_dask_options(
