@@ -1005,7 +1005,9 @@ def build_parser():
     rep.add_argument(
         "--pos-label",
         metavar="LABEL",
-        help="positive class of a binary problem (default: the greater label)",
+        help="positive class of a binary problem: required with one probability "
+        "column unless the labels are 0/1, -1/1 or booleans (default: 1; with "
+        "two columns, the greater label)",
     )
     rep.add_argument(
         "--bootstrap",
@@ -1117,6 +1119,19 @@ def _run_report(args, progress):
                 f"{[_jsonable(v) for v in present[:20]]}."
             )
         pos_label = converted[0]
+    elif np.ndim(y_proba) == 1 or np.shape(y_proba)[1] == 1:
+        from ._validation import default_pos_label
+
+        present = np.unique(y_true)
+        try:
+            default_pos_label(present)
+        except ValueError:
+            shown = [_jsonable(v) for v in present[:20]]
+            raise InputError(
+                f"the labels {shown} have no default positive class and the "
+                "scores are one probability column: pass --pos-label LABEL, the "
+                "class whose probability the column holds."
+            ) from None
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -753,3 +753,21 @@ def test_npz_text_classes_with_numeric_text_labels(tmp_path):
     y, proba, _, info = read_predictions(f)
     assert info["labels"] == [1, 2] and y.tolist()[:2] == [1, 2]
     np.testing.assert_allclose(proba[0], [0.4, 0.6])
+
+
+def test_error_text_labels_with_one_probability_column_need_pos_label(tmp_path):
+    # P(churn) of a calibrated model: taking "stay" (the greater label) as
+    # positive would report a large error for it; the CLI asks instead.
+    rng = np.random.default_rng(4)
+    p = rng.uniform(size=500)
+    words = np.where(rng.uniform(size=500) < p, "churn", "stay")
+    f = write_csv(tmp_path / "c.csv", ["y_true", "y_proba"], zip(words, p, strict=True))
+    assert_one_line_error(run_cli("report", f, *FAST), "--pos-label")
+    out = tmp_path / "o"
+    result = run_cli("report", f, "--pos-label", "churn", "--out", out, *FAST)
+    assert result.returncode == 0, result.stderr
+    report = load_report(out)
+    y = (words == "churn").astype(int)
+    assert report["metrics"]["binned_ece_uniform"]["value"] == pytest.approx(
+        ece_uniform_bins(y, p), abs=1e-9
+    )

@@ -57,6 +57,7 @@ from .._validation import (
     check_same_label_kind,
     check_sample_weight,
     check_sigma,
+    default_pos_label,
     greater_label,
 )
 
@@ -102,8 +103,11 @@ class CalibrationAccumulator:
     Parameters
     ----------
     pos_label : int, float, bool or str, default=None
-        Positive class. ``None`` means the greater of the two labels, decided
-        when the metrics are computed (chunks may hold one class only).
+        Positive class. ``None`` follows the in-memory metrics: with 1-D
+        ``y_proba`` chunks it means 1 for labels in {0, 1} or {-1, 1} and
+        ``True`` for booleans, and any other labels are an error asking for
+        ``pos_label`` (raised as soon as a chunk shows them); with two-column
+        chunks it means the greater label (the last column).
     labels : array-like of shape (2,), default=None
         Both class labels, in the column order of a two-column ``y_proba``
         (default: sorted). Needed when the data may hold a single class whose
@@ -186,6 +190,9 @@ class CalibrationAccumulator:
         self.moments_ = self._empty()
         self.n_samples_ = 0
         self._total_weight = 0.0
+        # Whether a chunk gave the positive-class probability only (1-D): the
+        # positive label then has to be known without reading the columns.
+        self._one_column = False
 
     def _admit(self, classes, name="y_true"):
         """Slots of ``classes`` in the accumulator; grows and reorders ``classes_``."""
@@ -264,6 +271,11 @@ class CalibrationAccumulator:
         )
         self._ensure_state()
         slots = self._admit(classes)
+        if proba.ndim == 1 and self.pos_label is None:
+            # Labels only accumulate, so labels without a default positive
+            # class now have none at the end either.
+            default_pos_label(self.classes_, from_labels=self.labels is not None)
+            self._one_column = True
         s = self._positive_scores(proba)
         if slots.shape[0] == 1:
             slot = int(slots[0])
@@ -314,6 +326,7 @@ class CalibrationAccumulator:
         self.moments_[:, slots] += other.moments_[:, :n_other]
         self.n_samples_ += other.n_samples_
         self._total_weight += other._total_weight
+        self._one_column |= getattr(other, "_one_column", False)
         return self
 
     # -- results ----------------------------------------------------------
@@ -328,8 +341,12 @@ class CalibrationAccumulator:
                 "sample_weight must have a positive sum; all weights are zero."
             )
         seen = self.classes_
+        # Stand-in probabilities of the shape the chunks had, so that the
+        # positive class is resolved by the rule of the in-memory metrics.
+        n = seen.shape[0]
+        dummy = np.zeros(n) if self._one_column else np.full((n, 2), 0.5)
         data = check_calibration_inputs(
-            seen, np.zeros(seen.shape[0]), pos_label=self.pos_label, labels=self.labels
+            seen, dummy, pos_label=self.pos_label, labels=self.labels
         )
         pos = _position(seen, data.pos_label)
         neg_label = [c for c in data.classes if c != data.pos_label][0]
@@ -1053,8 +1070,14 @@ def dask_calibration_error_bound(
     # The classes of the whole sample, as in memory: a block holding one
     # class alone cannot tell which one it is.
     classes = map_reduce_blocks(_block_classes, _union_classes, (y_true, y_proba))
+    n = classes.shape[0]
+    # Stand-in probabilities of the shape of y_proba: a 1-D y_proba names no
+    # class, and the rule of the in-memory metrics decides its positive label.
+    one_column = y_proba.ndim == 1 or y_proba.shape[1] == 1
+    k = 1 if one_column else y_proba.shape[1]
+    dummy = np.zeros(n) if one_column else np.full((n, k), 1.0 / k)
     data = check_calibration_inputs(
-        classes, np.zeros(classes.shape[0]), pos_label=pos_label, require_binary=True
+        classes, dummy, pos_label=pos_label, require_binary=True
     )
     params = dict(
         method=method,
