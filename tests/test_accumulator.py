@@ -99,12 +99,13 @@ def test_curve_matches_smooth_calibration_curve():
 
 
 def _brute_binned(y, s, w, edges, norm):
-    """Bins [e_k, e_k+1), last closed, written out with a Python loop."""
+    """Bins (e_k, e_k+1], the first closed (the rule of scikit-learn's
+    calibration_curve), written out with a Python loop."""
     n_bins = edges.shape[0] - 1
     total, out = w.sum(), []
     for k in range(n_bins):
-        upper = s <= edges[k + 1] if k == n_bins - 1 else s < edges[k + 1]
-        m = (s >= edges[k]) & upper
+        lower = s > edges[k] if k > 0 else s >= edges[k]
+        m = lower & (s <= edges[k + 1])
         if w[m].sum() > 0:
             gap = np.average(y[m], weights=w[m]) - np.average(s[m], weights=w[m])
             out.append((w[m].sum() / total, gap))

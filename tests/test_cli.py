@@ -67,20 +67,22 @@ def load_report(out):
 
 
 def ece_uniform_bins(y, p, n_bins=15):
-    """15-bin uniform ECE written out directly (last bin closed)."""
+    """15-bin uniform ECE written out directly: bins ``(lo, hi]``, the first
+    one closed (the rule of ``sklearn.calibration.calibration_curve``)."""
     total = 0.0
     for b in range(n_bins):
         lo, hi = b / n_bins, (b + 1) / n_bins
-        mask = (p >= lo) & ((p < hi) if b < n_bins - 1 else (p <= hi))
+        mask = ((p > lo) if b > 0 else (p >= lo)) & (p <= hi)
         if mask.any():
             total += mask.sum() / len(p) * abs(y[mask].mean() - p[mask].mean())
     return total
 
 
 def ece_quantile_bins(y, p, n_bins=15):
-    """15-bin equal-mass ECE: percentile edges, bins closed on the left."""
-    edges = np.percentile(p, np.linspace(0, 100, n_bins + 1))
-    idx = np.searchsorted(edges[1:-1], p, side="right")
+    """15-bin equal-mass ECE: percentile edges, as ``calibration_curve``
+    (interior edges in the bin below)."""
+    edges = np.percentile(p, np.linspace(0, 1, n_bins + 1) * 100)
+    idx = np.searchsorted(edges[1:-1], p, side="left")
     total = 0.0
     for b in range(n_bins):
         mask = idx == b

@@ -419,13 +419,16 @@ class CalibrationAccumulator:
         """Binned calibration error (uniform bins) of the accumulated data.
 
         Bins are built from whole grid cells: their edges are the uniform edges
-        ``k / n_bins`` moved to the nearest multiple of ``2**-16``. When
-        ``n_bins`` divides ``2**16`` (1, 2, 4, ..., 65536) the edges are exact
-        and the result equals :func:`binned_calibration_error` with
-        ``strategy="uniform"``. Otherwise (e.g. the default 15) it is the
-        binned error with edges moved by at most ``2**-17``: only samples
-        that close to an edge can fall in a different bin. The edges used are
-        returned with ``return_bins=True``.
+        ``k / n_bins`` moved to the nearest multiple of ``2**-16``, and a
+        score on an edge is in the bin below it (the rule of
+        :func:`binned_calibration_error` and of scikit-learn's
+        ``calibration_curve``). When ``n_bins`` divides ``2**16`` (1, 2, 4,
+        ..., 65536) the edges are exact and the result equals
+        :func:`binned_calibration_error` with ``strategy="uniform"``.
+        Otherwise (e.g. the default 15) it is the binned error with edges
+        moved by at most ``2**-17``: only samples that close to an edge can
+        fall in a different bin. The edges used are returned with
+        ``return_bins=True``. Weights are frequencies, as in memory.
 
         Parameters
         ----------
@@ -472,7 +475,7 @@ class _BinAccumulator(CalibrationAccumulator):
         return np.zeros((N_BIN_SUMS, N_SLOTS, self.n_bins))
 
     def _add(self, slot, s, w):
-        add_bin_sums(self.moments_, slot, s, w, uniform_edges(self.n_bins))
+        add_bin_sums(self.moments_, slot, s, w)
 
     def _bin_table(self, n_bins):
         pos, _ = self._slots()
