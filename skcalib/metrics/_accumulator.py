@@ -386,7 +386,7 @@ class CalibrationAccumulator:
     def _smece(sigma, stats):
         if sigma is None:
             sig = _sm.solve_sigma(stats, _L1)
-            return sig, sig
+            return _sm.self_consistent_value(stats, sig), sig
         sigma = check_sigma(sigma)
         return _sm.smece_at(stats, sigma, _L1), sigma
 

@@ -109,7 +109,8 @@ def smooth_ece(
     Returns
     -------
     smece : float
-        In [0, 1]; 0 for a perfectly calibrated sample.
+        In [0, 1]; exactly 0 when the residual ``sum w (y - s)`` vanishes at
+        every grid point (e.g. ``y == s`` for every row).
     sigma : float or ndarray
         Only if ``return_sigma=True``.
 
