@@ -831,8 +831,10 @@ def format_table(report, *, title=None):
     if k["n_samples_used"] < report["n_samples"]:
         note += f", {k['n_samples_used']} rows"
     rows.append(("ECE-KDE (canonical, L1)", k["value"], note.lstrip(", ")))
-    rows.append(("Brier score", m["brier_score"]["value"], ""))
-    rows.append(("log-loss", m["log_loss"]["value"], ""))
+    # Brier score and log-loss score the whole probability vector.
+    canon = "" if kind == "binary" else " (canonical)"
+    rows.append((f"Brier score{canon}", m["brier_score"]["value"], ""))
+    rows.append((f"log-loss{canon}", m["log_loss"]["value"], ""))
     if "calibration_error_bound" in m:
         b = m["calibration_error_bound"]
         conf = 100 * (1 - b["delta"])
@@ -845,6 +847,12 @@ def format_table(report, *, title=None):
     lines.append(f"  {'-' * width}   {'-' * 8}")
     for name, value, extra in rows:
         lines.append(f"  {name.ljust(width)}   {_fmt(value):>8}   {extra}".rstrip())
+    if kind != "binary":
+        lines.append("")
+        lines.append(
+            "  top-label: confidence of the predicted class vs. its correctness; "
+            "canonical: the whole probability vector."
+        )
     return "\n".join(lines)
 
 

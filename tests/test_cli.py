@@ -773,3 +773,25 @@ def test_error_text_labels_with_one_probability_column_need_pos_label(tmp_path):
     assert report["metrics"]["binned_ece_uniform"]["value"] == pytest.approx(
         ece_uniform_bins(y, p), abs=1e-9
     )
+
+
+def test_multiclass_table_names_the_notion_of_every_number(tmp_path):
+    y, P = multiclass_sample(n=600)
+    f = write_csv(
+        tmp_path / "m.csv",
+        ["label", "p0", "p1", "p2"],
+        [(int(a), *row) for a, row in zip(y, P, strict=True)],
+    )
+    result = run_cli("report", f, "--y-true", "label", "--out", tmp_path / "o", *FAST)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("---"))
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        rows.append(line)
+    assert len(rows) >= 6, rows
+    notions = ("top-label", "canonical", "classwise")
+    for row in rows:
+        assert any(n in row for n in notions), row
