@@ -23,6 +23,7 @@ __all__ = [
     "check_probability_matrix",
     "check_sample_weight",
     "check_multi_class",
+    "default_pos_label",
     "check_int",
     "check_real",
     "check_random_generator",
@@ -334,8 +335,11 @@ def check_calibration_inputs(
         of ``labels`` when given).
     sample_weight : array-like of shape (n_samples,), default=None
     pos_label : int, float, bool or str, default=None
-        Binary problems only. ``None`` means the greater label, matching
-        ``estimator.classes_[-1]``.
+        Binary problems only. With a 1-D ``y_proba``, ``None`` means 1 for
+        labels in {0, 1} or {-1, 1} (or a subset) and ``True`` for booleans;
+        any other labels need ``pos_label`` (see :func:`default_pos_label`).
+        With a two-column ``y_proba``, ``None`` means the greater label, whose
+        column is the last in sorted order (``estimator.classes_[-1]``).
     labels : array-like, default=None
         All class labels in column order, for data (e.g. a CV fold) where some
         class is absent.
@@ -401,6 +405,8 @@ def check_calibration_inputs(
             f"y_true has {classes.shape[0]} classes but y_proba describes a binary "
             "problem; pass a 2-D y_proba with one column per class."
         )
+    if pos_label is None and proba.ndim == 1:
+        pos_label = default_pos_label(classes, from_labels=labels is not None)
     if classes.shape[0] == 1:
         classes = _complete_single_class(classes, pos_label)
     if pos_label is None:
@@ -420,6 +426,46 @@ def check_calibration_inputs(
         scores = proba
     y = _label_equal(y_true, pos_label).astype(np.float64)
     return CalibrationData("binary", classes, y, scores, weight, pos_label)
+
+
+def default_pos_label(classes, *, from_labels=False):
+    """The positive class of a 1-D ``y_proba`` given without ``pos_label``.
+
+    scikit-learn's rule (``brier_score_loss``, ``calibration_curve``): labels
+    in {0, 1} or {-1, 1}, or a subset of one of them, or booleans, make 1
+    (``True``) positive. For any other labels the probability of the positive
+    class does not say which class it is about: guessing (e.g. the greater
+    label of ``["churn", "stay"]``) would silently invert the score, so it is
+    an error asking for ``pos_label``.
+
+    Parameters
+    ----------
+    classes : ndarray
+        Sorted distinct labels of ``y_true`` (or the ``labels`` given).
+    from_labels : bool, default=False
+        ``classes`` are the user's ``labels=`` (for the message).
+
+    Returns
+    -------
+    pos_label : object
+        The element of ``classes`` equal to 1, or ``1`` (of the labels' type)
+        when only the negative label is present.
+    """
+    kind = classes.dtype.kind
+    if kind in "biuf" and 0 < classes.shape[0] <= 2:
+        values = set(classes.tolist())
+        if values <= {0, 1} or values <= {-1, 1}:
+            return classes.dtype.type(1)
+    shown = ", ".join(repr(c) for c in classes[:10].tolist())
+    if classes.shape[0] > 10:
+        shown += ", ..."
+    source = "labels" if from_labels else "y_true"
+    raise ValueError(
+        f"{source} takes values in {{{shown}}} and pos_label is not specified: "
+        "a 1-D y_proba is the probability of the positive class, so pass "
+        "pos_label= (the label it is the probability of), or use labels in "
+        "{0, 1}, {-1, 1} or booleans."
+    )
 
 
 def greater_label(classes):

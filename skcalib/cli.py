@@ -831,8 +831,10 @@ def format_table(report, *, title=None):
     if k["n_samples_used"] < report["n_samples"]:
         note += f", {k['n_samples_used']} rows"
     rows.append(("ECE-KDE (canonical, L1)", k["value"], note.lstrip(", ")))
-    rows.append(("Brier score", m["brier_score"]["value"], ""))
-    rows.append(("log-loss", m["log_loss"]["value"], ""))
+    # Brier score and log-loss score the whole probability vector.
+    canon = "" if kind == "binary" else " (canonical)"
+    rows.append((f"Brier score{canon}", m["brier_score"]["value"], ""))
+    rows.append((f"log-loss{canon}", m["log_loss"]["value"], ""))
     if "calibration_error_bound" in m:
         b = m["calibration_error_bound"]
         conf = 100 * (1 - b["delta"])
@@ -845,6 +847,12 @@ def format_table(report, *, title=None):
     lines.append(f"  {'-' * width}   {'-' * 8}")
     for name, value, extra in rows:
         lines.append(f"  {name.ljust(width)}   {_fmt(value):>8}   {extra}".rstrip())
+    if kind != "binary":
+        lines.append("")
+        lines.append(
+            "  top-label: confidence of the predicted class vs. its correctness; "
+            "canonical: the whole probability vector."
+        )
     return "\n".join(lines)
 
 
@@ -1005,7 +1013,9 @@ def build_parser():
     rep.add_argument(
         "--pos-label",
         metavar="LABEL",
-        help="positive class of a binary problem (default: the greater label)",
+        help="positive class of a binary problem: required with one probability "
+        "column unless the labels are 0/1, -1/1 or booleans (default: 1; with "
+        "two columns, the greater label)",
     )
     rep.add_argument(
         "--bootstrap",
@@ -1117,6 +1127,20 @@ def _run_report(args, progress):
                 f"{[_jsonable(v) for v in present[:20]]}."
             )
         pos_label = converted[0]
+    elif np.ndim(y_proba) == 1 or np.shape(y_proba)[1] == 1:
+        from ._validation import default_pos_label
+
+        present = np.unique(y_true)
+        try:
+            if present.shape[0] <= 2:  # more classes: refused by the metrics
+                default_pos_label(present)
+        except ValueError:
+            shown = [_jsonable(v) for v in present[:20]]
+            raise InputError(
+                f"the labels {shown} have no default positive class and the "
+                "scores are one probability column: pass --pos-label LABEL, the "
+                "class whose probability the column holds."
+            ) from None
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -99,12 +99,13 @@ def test_curve_matches_smooth_calibration_curve():
 
 
 def _brute_binned(y, s, w, edges, norm):
-    """Bins [e_k, e_k+1), last closed, written out with a Python loop."""
+    """Bins (e_k, e_k+1], the first closed (the rule of scikit-learn's
+    calibration_curve), written out with a Python loop."""
     n_bins = edges.shape[0] - 1
     total, out = w.sum(), []
     for k in range(n_bins):
-        upper = s <= edges[k + 1] if k == n_bins - 1 else s < edges[k + 1]
-        m = (s >= edges[k]) & upper
+        lower = s > edges[k] if k > 0 else s >= edges[k]
+        m = lower & (s <= edges[k + 1])
         if w[m].sum() > 0:
             gap = np.average(y[m], weights=w[m]) - np.average(s[m], weights=w[m])
             out.append((w[m].sum() / total, gap))
@@ -163,16 +164,20 @@ def _partitions(n_parts=6, n=6000):
     for i, c in enumerate(np.array_split(np.arange(y.shape[0]), n_parts)):
         if i == 0:  # a partition holding a single class
             c = c[labels[c] == "ham"]
-        parts.append(CalibrationAccumulator().partial_fit(labels[c], s[c], w[c]))
+        # s is the probability of "spam": text labels with 1-D scores need
+        # pos_label, as in the in-memory metrics.
+        parts.append(
+            CalibrationAccumulator(pos_label="spam").partial_fit(labels[c], s[c], w[c])
+        )
     return parts
 
 
 def test_merge_associative_and_order_independent():
     parts = _partitions()
-    left = CalibrationAccumulator()
+    left = CalibrationAccumulator(pos_label="spam")
     for p in parts:
         left.merge(pickle.loads(pickle.dumps(p)))
-    rev = CalibrationAccumulator()
+    rev = CalibrationAccumulator(pos_label="spam")
     for p in reversed(parts):
         rev.merge(pickle.loads(pickle.dumps(p)))
     # ((0 1) (2 3)) (4 5)
@@ -223,7 +228,7 @@ def test_labels_pos_label_and_two_columns():
     # 1-D scores of the positive class, classes discovered from the data
     acc1 = _fit(lab, s, pos_label="a")
     assert abs(acc1.smooth_ece() - ref) < 1e-6
-    # default pos_label: the greater label, decided after the data are seen
+    # default pos_label: 1 of labels {0, 1}, decided after the data are seen
     acc2 = CalibrationAccumulator()
     acc2.partial_fit(np.zeros(10, dtype=int), s[:10])  # only the negative class
     acc2.partial_fit(y[10:].astype(int), s[10:])
@@ -269,8 +274,12 @@ def test_errors():
         CalibrationAccumulator(labels=[0, 1, 2]).partial_fit([0, 1], [0.2, 0.3])
     with pytest.raises(ValueError, match="pos_label"):
         CalibrationAccumulator(labels=[0, 1], pos_label=5).partial_fit([0], [0.2])
+    with pytest.raises(ValueError, match="pos_label"):
+        CalibrationAccumulator().partial_fit(["a", "b"], [0.2, 0.3])
     with pytest.raises(ValueError, match="single class"):
-        CalibrationAccumulator().partial_fit(["a", "a"], [0.2, 0.3]).smooth_ece()
+        CalibrationAccumulator(pos_label="a").partial_fit(
+            ["a", "a"], [0.2, 0.3]
+        ).smooth_ece()
     with pytest.raises(ValueError, match="pos_label"):
         acc.merge(CalibrationAccumulator(pos_label=0).partial_fit([0], [0.1]))
     with pytest.raises(TypeError, match="CalibrationAccumulator"):
@@ -556,6 +565,7 @@ def test_streaming_bound_merge_rejects_disagreeing_classes():
     s = rng.uniform(size=400)
     a = StreamingCalibrationBound(method="tv", random_state=0)
     b = StreamingCalibrationBound(method="tv", random_state=0)
+    b = StreamingCalibrationBound(method="tv", pos_label=2, random_state=0)
     a.partial_fit(np.full(200, 1), s[:200])  # read as labels {0, 1}
     b.partial_fit(np.r_[np.full(100, 1), np.full(100, 2)], s[200:], start=200)
     with pytest.raises(ValueError, match="resolved different classes"):
@@ -585,7 +595,7 @@ def test_chunks_of_text_and_numeric_labels_do_not_mix():
     acc = CalibrationAccumulator().partial_fit([0, 1], [0.2, 0.8])
     with pytest.raises(TypeError, match="not of the type of the labels seen"):
         acc.partial_fit(["0", "1"], [0.2, 0.8])
-    other = CalibrationAccumulator().partial_fit(["0", "1"], [0.2, 0.8])
+    other = CalibrationAccumulator().partial_fit(["0", "1"], [[0.8, 0.2], [0.2, 0.8]])
     with pytest.raises(TypeError, match="other labels"):
         acc.merge(other)
     # Booleans and 0/1 integers stay one class set, as in the in-memory metrics.

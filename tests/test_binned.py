@@ -10,8 +10,8 @@ from skcalib.metrics import binned_calibration_error
 def test_hand_computed_small_case():
     y = np.array([0, 1, 0, 1, 1])
     p = np.array([0.05, 0.2, 0.45, 0.8, 1.0])
-    # 2 uniform bins: [0, .5) holds 0.05, 0.2, 0.45 (labels 0, 1, 0);
-    # [.5, 1] holds 0.8, 1.0
+    # 2 uniform bins: [0, .5] holds 0.05, 0.2, 0.45 (labels 0, 1, 0);
+    # (.5, 1] holds 0.8, 1.0
     g0 = abs(1 / 3 - (0.05 + 0.2 + 0.45) / 3)
     g1 = abs(1.0 - 0.9)
     assert binned_calibration_error(y, p, n_bins=2) == pytest.approx(
@@ -53,12 +53,13 @@ def test_against_sklearn_calibration_curve(strategy, n_bins):
     y = (rng.uniform(size=1000) < np.sqrt(p)).astype(int)
     nb = int(np.ceil(1000 ** (1 / 3))) if n_bins == "cbrt" else n_bins
     prob_true, prob_pred = calibration_curve(y, p, n_bins=nb, strategy=strategy)
-    # bin masses recomputed with sklearn's edges (same right-closed rule)
+    # bin masses recomputed with sklearn's edges and rule (interior edges in
+    # the bin below: searchsorted with side="left")
     if strategy == "uniform":
         edges = np.linspace(0, 1, nb + 1)
     else:
-        edges = np.percentile(p, np.linspace(0, 100, nb + 1))
-    idx = np.searchsorted(edges[1:-1], p, side="right")
+        edges = np.percentile(p, np.linspace(0, 1, nb + 1) * 100)
+    idx = np.searchsorted(edges[1:-1], p, side="left")
     counts = np.bincount(idx, minlength=nb)
     mass = counts[counts > 0] / len(p)
     ece = np.sum(mass * np.abs(prob_true - prob_pred))
@@ -161,16 +162,31 @@ def test_unit_and_constant_weights_equal_no_weights_for_quantile_bins(norm):
 
 
 @pytest.mark.parametrize("scale", [1e-200, 1e200])
-def test_debiased_l2_does_not_depend_on_the_scale_of_the_weights(scale):
-    # The effective bin size (sum w)^2 / sum w^2 is scale-free, even where
-    # the squares of the weights underflow or overflow.
+@pytest.mark.parametrize("norm", ["l1", "l2", "max"])
+def test_plain_norms_do_not_depend_on_the_scale_of_the_weights(scale, norm):
+    # Only ratios of weights enter ECE, RMSCE and MCE, even where the
+    # squares of the weights would underflow or overflow.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=200)
+    y = (rng.uniform(size=200) < s**1.5).astype(int)
+    w = rng.integers(1, 4, size=200)
+    kw = dict(norm=norm, n_bins=5)
+    base = binned_calibration_error(np.repeat(y, w), np.repeat(s, w), **kw)
+    scaled = binned_calibration_error(y, s, sample_weight=w * scale, **kw)
+    assert scaled == pytest.approx(base, rel=1e-12)
+
+
+def test_debiased_l2_reads_weights_as_frequencies():
+    # Weights 3 are each row three times: the bins hold three times as many
+    # samples, and the variance correction is smaller accordingly.
     rng = np.random.default_rng(0)
     s = rng.uniform(size=200)
     y = (rng.uniform(size=200) < s**1.5).astype(int)
     kw = dict(norm="l2", debias=True, squared=True, n_bins=5)
-    base = binned_calibration_error(y, s, **kw)
-    scaled = binned_calibration_error(y, s, sample_weight=np.full(200, scale), **kw)
-    assert scaled == pytest.approx(base, rel=1e-12)
+    tripled = binned_calibration_error(np.repeat(y, 3), np.repeat(s, 3), **kw)
+    got = binned_calibration_error(y, s, sample_weight=np.full(200, 3.0), **kw)
+    assert got == pytest.approx(tripled, rel=1e-12)
+    assert got != pytest.approx(binned_calibration_error(y, s, **kw), rel=1e-3)
 
 
 def test_quantile_bins_move_continuously_with_the_weights():

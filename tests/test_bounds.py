@@ -373,7 +373,11 @@ def test_validation_subsample_size():
 
 def test_string_labels_and_pos_label(data):
     labels = np.where(data.y_true == 1, "yes", "no")
-    a = calibration_error_bound(labels, data.y_proba, method="tv", random_state=0)
+    with pytest.raises(ValueError, match="pos_label"):
+        calibration_error_bound(labels, data.y_proba, method="tv", random_state=0)
+    a = calibration_error_bound(
+        labels, data.y_proba, method="tv", pos_label="yes", random_state=0
+    )
     b = calibration_error_bound(data.y_true, data.y_proba, method="tv", random_state=0)
     assert a.upper == b.upper
     flipped = calibration_error_bound(

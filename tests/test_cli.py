@@ -67,20 +67,22 @@ def load_report(out):
 
 
 def ece_uniform_bins(y, p, n_bins=15):
-    """15-bin uniform ECE written out directly (last bin closed)."""
+    """15-bin uniform ECE written out directly: bins ``(lo, hi]``, the first
+    one closed (the rule of ``sklearn.calibration.calibration_curve``)."""
     total = 0.0
     for b in range(n_bins):
         lo, hi = b / n_bins, (b + 1) / n_bins
-        mask = (p >= lo) & ((p < hi) if b < n_bins - 1 else (p <= hi))
+        mask = ((p > lo) if b > 0 else (p >= lo)) & (p <= hi)
         if mask.any():
             total += mask.sum() / len(p) * abs(y[mask].mean() - p[mask].mean())
     return total
 
 
 def ece_quantile_bins(y, p, n_bins=15):
-    """15-bin equal-mass ECE: percentile edges, bins closed on the left."""
-    edges = np.percentile(p, np.linspace(0, 100, n_bins + 1))
-    idx = np.searchsorted(edges[1:-1], p, side="right")
+    """15-bin equal-mass ECE: percentile edges, as ``calibration_curve``
+    (interior edges in the bin below)."""
+    edges = np.percentile(p, np.linspace(0, 1, n_bins + 1) * 100)
+    idx = np.searchsorted(edges[1:-1], p, side="left")
     total = 0.0
     for b in range(n_bins):
         mask = idx == b
@@ -767,3 +769,43 @@ def test_report_interval_is_the_api_default_basic_interval():
     q_lo, q_hi = np.percentile(curve.smece_bootstrap, [2.5, 97.5])
     est = report["metrics"]["smooth_ece"]["value"]
     assert ci == pytest.approx([max(2 * est - q_hi, 0.0), 2 * est - q_lo], abs=1e-12)
+
+
+def test_error_text_labels_with_one_probability_column_need_pos_label(tmp_path):
+    # P(churn) of a calibrated model: taking "stay" (the greater label) as
+    # positive would report a large error for it; the CLI asks instead.
+    rng = np.random.default_rng(4)
+    p = rng.uniform(size=500)
+    words = np.where(rng.uniform(size=500) < p, "churn", "stay")
+    f = write_csv(tmp_path / "c.csv", ["y_true", "y_proba"], zip(words, p, strict=True))
+    assert_one_line_error(run_cli("report", f, *FAST), "--pos-label")
+    out = tmp_path / "o"
+    result = run_cli("report", f, "--pos-label", "churn", "--out", out, *FAST)
+    assert result.returncode == 0, result.stderr
+    report = load_report(out)
+    y = (words == "churn").astype(int)
+    assert report["metrics"]["binned_ece_uniform"]["value"] == pytest.approx(
+        ece_uniform_bins(y, p), abs=1e-9
+    )
+
+
+def test_multiclass_table_names_the_notion_of_every_number(tmp_path):
+    y, P = multiclass_sample(n=600)
+    f = write_csv(
+        tmp_path / "m.csv",
+        ["label", "p0", "p1", "p2"],
+        [(int(a), *row) for a, row in zip(y, P, strict=True)],
+    )
+    result = run_cli("report", f, "--y-true", "label", "--out", tmp_path / "o", *FAST)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("---"))
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        rows.append(line)
+    assert len(rows) >= 6, rows
+    notions = ("top-label", "canonical", "classwise")
+    for row in rows:
+        assert any(n in row for n in notions), row

@@ -243,7 +243,8 @@ def test_every_n_jobs_path_under_joblib_dask_backend(client):
 def test_dask_bound_classes_come_from_the_whole_sample(client):
     # The first block holds only label 1 of labels {1, 2}: read alone it
     # passes for the positive class of {0, 1}. The dask path must use the
-    # classes of the whole sample, as in memory.
+    # classes of the whole sample, as in memory: {1, 2} with 1-D scores has
+    # no default positive class.
     from skcalib.metrics import StreamingCalibrationBound, calibration_error_bound
 
     rng = np.random.default_rng(0)
@@ -253,14 +254,22 @@ def test_dask_bound_classes_come_from_the_whole_sample(client):
     neg = np.flatnonzero(y == 1)[:5000]
     order = np.r_[neg, rng.permutation(np.setdiff1d(np.arange(n), neg))]
     s, y = s[order], y[order]
+    with pytest.raises(ValueError, match="pos_label"):
+        calibration_error_bound(
+            da.from_array(y, chunks=5000),
+            da.from_array(s, chunks=5000),
+            method="tv",
+            random_state=0,
+        )
     b = calibration_error_bound(
         da.from_array(y, chunks=5000),
         da.from_array(s, chunks=5000),
         method="tv",
+        pos_label=2,
         random_state=0,
     )
     seed = int(np.random.default_rng(0).integers(0, 2**63))
-    ref = StreamingCalibrationBound(method="tv", random_state=seed)
+    ref = StreamingCalibrationBound(method="tv", pos_label=2, random_state=seed)
     ref.partial_fit(y, s).partial_validate(s)
     assert b.upper == pytest.approx(ref.result().upper, rel=1e-10)
     # pos_label=1 with the scores of label 1, against the stream told so.

@@ -604,7 +604,9 @@ def test_string_labels_and_pos_label():
     rng = np.random.default_rng(22)
     s = rng.random(150)
     y = np.where(rng.random(150) < s, "spam", "ham")
-    a = kde_calibration_error(y, s, bandwidth=0.1)
+    with pytest.raises(ValueError, match="pos_label"):
+        kde_calibration_error(y, s, bandwidth=0.1)  # which class is s about?
+    a = kde_calibration_error(y, s, bandwidth=0.1, pos_label="spam")
     b = kde_calibration_error((y == "spam").astype(int), s, bandwidth=0.1)
     assert a == pytest.approx(b, abs=1e-14)
     c = kde_calibration_error(y, 1 - s, bandwidth=0.1, pos_label="ham")

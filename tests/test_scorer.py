@@ -53,7 +53,10 @@ def test_scorer_equals_metric_on_held_out_fold(binary_data, name):
     yy = np.where(y == 1, "spam", "ham")  # string labels, positive = greater label
     clf = LogisticRegression().fit(X[:400], yy[:400])
     score = get_scorer(name)(clf, X[400:], yy[400:])
-    expected = -SCORERS[name](yy[400:], clf.predict_proba(X[400:])[:, 1])
+    # the scorer passes pos_label=classes_[-1]; 1-D text-label scores need it
+    expected = -SCORERS[name](
+        yy[400:], clf.predict_proba(X[400:])[:, 1], pos_label="spam"
+    )
     assert score == pytest.approx(expected)
     assert score <= 0
 

@@ -218,8 +218,13 @@ def test_label_encodings_agree():
     s = rng.uniform(size=300)
     y = rng.uniform(size=300) < s**2
     base = smooth_ece(y.astype(int), s)
-    assert smooth_ece(np.where(y, "spam", "ham"), s) == pytest.approx(base)
-    assert smooth_ece(np.where(y, "a", "b"), 1 - s) == pytest.approx(base)  # "a" < "b"
+    spam = np.where(y, "spam", "ham")
+    assert smooth_ece(spam, s, pos_label="spam") == pytest.approx(base)
+    assert smooth_ece(np.where(y, "a", "b"), 1 - s, pos_label="b") == pytest.approx(
+        base
+    )
+    # two columns in sorted-label order need no pos_label: "spam" is the last
+    assert smooth_ece(spam, np.column_stack([1 - s, s])) == pytest.approx(base)
     assert smooth_ece(np.where(y, 0, 1), 1 - s, pos_label=1) == pytest.approx(base)
     assert smooth_ece(np.where(y, 7, 3), s, pos_label=7) == pytest.approx(base)
     assert smooth_ece(y, np.column_stack([1 - s, s])) == pytest.approx(base)

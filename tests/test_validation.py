@@ -21,7 +21,8 @@ METRICS = [smooth_ece, binned_calibration_error]
         ([0, 1, 2], [[0.2, 0.3, 0.4]] * 3, {}, ValueError, "sum to 1"),
         ([0, 1], [0.1, 0.2, 0.3], {}, ValueError, "inconsistent numbers of samples"),
         ([], [], {}, ValueError, "empty"),
-        (["a", "a"], [0.1, 0.2], {}, ValueError, "single class"),
+        (["a", "a"], [0.1, 0.2], {"pos_label": "a"}, ValueError, "single class"),
+        (["a", "b"], [0.1, 0.2], {}, ValueError, "pass pos_label"),
         ([0, 1], [0.1, 0.2], {"sample_weight": [-1, 1]}, ValueError, "sample_weight"),
         ([0, 1], [0.1, 0.2], {"sample_weight": [0, 0]}, ValueError, "sample_weight"),
         ([0, 1], [0.1, 0.2], {"sample_weight": [1, 1, 1]}, ValueError, "sample_weight"),
@@ -90,29 +91,35 @@ def test_pos_label_and_single_class_rules():
     # string labels: the absent class is given by pos_label or labels
     d = check_calibration_inputs(["no", "no"], [0.2, 0.9], pos_label="yes")
     np.testing.assert_array_equal(d.y, [0.0, 0.0])
-    d = check_calibration_inputs(["b", "b"], [0.2, 0.9], labels=["a", "b"])
+    d = check_calibration_inputs(
+        ["b", "b"], [0.2, 0.9], labels=["a", "b"], pos_label="b"
+    )
     np.testing.assert_array_equal(d.y, [1.0, 1.0])
+    # ... but labels= alone does not say which class a 1-D y_proba is about
+    with pytest.raises(ValueError, match="labels takes values .* pass pos_label"):
+        check_calibration_inputs(["b", "b"], [0.2, 0.9], labels=["a", "b"])
     # two-column input follows the label order; pos_label selects the column
     d = check_calibration_inputs(["a", "b"], [[0.7, 0.3], [0.1, 0.9]], pos_label="a")
     np.testing.assert_array_equal(d.proba, [0.7, 0.1])
     np.testing.assert_array_equal(d.y, [1.0, 0.0])
 
 
-def test_default_positive_class_is_the_greater_label_in_any_label_order():
+def test_positive_class_of_1d_scores_does_not_depend_on_label_order():
     # labels= sets the column order of a 2-D y_proba, not the positive class:
-    # that stays the greater label, so a 1-D P("yes") means the same thing
+    # a 1-D P("yes") needs pos_label="yes", and means the same thing
     # whatever order labels= lists the classes in.
     y = np.array(["no", "yes", "yes", "no", "yes"])
     p = np.array([0.1, 0.8, 0.6, 0.3, 0.9])
     brute = np.mean(np.abs((y == "yes") - p))  # one sample per bin at n_bins=10
     for labels in (None, ["no", "yes"], ["yes", "no"]):
-        d = check_calibration_inputs(y, p, labels=labels)
+        with pytest.raises(ValueError, match="pos_label"):
+            check_calibration_inputs(y, p, labels=labels)
+        d = check_calibration_inputs(y, p, labels=labels, pos_label="yes")
         assert d.pos_label == "yes"
         np.testing.assert_array_equal(d.y, y == "yes")
         assert binned_calibration_error(
-            y, p, labels=labels, n_bins=10
+            y, p, labels=labels, n_bins=10, pos_label="yes"
         ) == pytest.approx(brute)
-        assert smooth_ece(y, p, labels=labels) == smooth_ece(y, p)
     # Two columns in the order of labels=["yes", "no"]: P("yes") is column 0.
     d = check_calibration_inputs(y, np.column_stack([p, 1 - p]), labels=["yes", "no"])
     np.testing.assert_array_equal(d.proba, p)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binning import BinTable, assign_bins
+from .binning import assign_uniform_bins, table_from_sums
 from .grid import bin_positions, statistics_from_cells
 from .window import nw_error_bound
 
@@ -50,25 +50,29 @@ def add_cell_moments(out, slot, s, w=None):
 
     Notes
     -----
-    A score of exactly 1 lands in an extra node slot (``theta = 0`` there) and
-    is folded into the last cell with ``theta = 1`` afterwards, which is how
-    :func:`.grid.bin_positions` places it; this saves a clipping pass.
+    Cell ``j`` holds the scores of bin ``j`` of
+    :func:`.binning.assign_uniform_bins` (``2**16`` bins: ``(j/M, (j+1)/M]``,
+    the first one closed), so that binned errors built from whole cells follow
+    the bin rule of the in-memory metrics. ``theta`` is then in ``(0, 1]``
+    (0 for a score of 0); the linear binning of a score on a grid node is the
+    same from either side, so the grid statistics do not depend on this.
     """
     M = out.shape[2]
-    size = N_SLOTS * (M + 1)
+    size = N_SLOTS * M
     acc = np.zeros((3 if w is None else N_MOMENTS, size), dtype=np.float64)
     n = s.shape[0]
     scalar_slot = np.ndim(slot) == 0
     for start in range(0, n, _PIECE):
         stop = min(start + _PIECE, n)
-        x = np.multiply(s[start:stop], M, dtype=np.float64)
-        key = x.astype(np.intp)
+        piece = s[start:stop]
+        x = np.multiply(piece, M, dtype=np.float64)
+        key = assign_uniform_bins(piece, M, scaled=x)
         theta = x - key
         if scalar_slot:
             if slot:
-                key += M + 1
+                key += M
         else:
-            key += np.multiply(slot[start:stop], M + 1, dtype=np.intp)
+            key += np.multiply(slot[start:stop], M, dtype=np.intp)
         if w is None:
             acc[0] += np.bincount(key, minlength=size)
             acc[1] += np.bincount(key, weights=theta, minlength=size)
@@ -85,12 +89,7 @@ def add_cell_moments(out, slot, s, w=None):
         acc[4] += np.bincount(key, weights=ww * ww, minlength=size)
     if w is None:
         acc = np.concatenate([acc, acc[:1], acc[:1]])
-    acc = acc.reshape(N_MOMENTS, N_SLOTS, M + 1)
-    # Scores equal to 1: move from the extra node to the last cell, theta = 1.
-    top = acc[:, :, M]
-    acc[:, :, M - 1] += top
-    acc[1:3, :, M - 1] += top[0] - top[1:3]
-    out += acc[:, :, :M]
+    out += acc.reshape(N_MOMENTS, N_SLOTS, M)
     return out
 
 
@@ -120,55 +119,53 @@ def grid_bin_edges(n_bins, M):
 def grid_bin_table(moments, pos_slot, n_bins):
     """Per-bin sums of the binned calibration errors from cell moments.
 
-    The bins are ``[e_k, e_{k+1})`` (last one closed) with the edges of
-    :func:`grid_bin_edges`: a bin is a union of whole cells, so its sums are
-    exact sums over the samples it holds.
+    The cells are those of :func:`add_cell_moments`, i.e. the bins of
+    :func:`.binning.assign_uniform_bins` with ``2**16`` bins, and a bin here
+    is a union of whole cells between the edges of :func:`grid_bin_edges`:
+    its sums are exact sums over the samples it holds, and it follows the
+    rule of :func:`.binning.assign_bins` (interior edges in the bin below).
     """
     M = moments.shape[2]
     node = grid_bin_edges(n_bins, M)
     nonempty = np.flatnonzero(np.diff(node) > 0)
     score_sum = (np.arange(M) * moments[0] + moments[1]) / M
-    per_cell = np.stack([moments[0], score_sum, moments[4], moments[3]])
+    per_cell = np.stack([moments[0], score_sum, moments[3]])
     sums = np.zeros((N_BIN_SUMS, N_SLOTS, n_bins), dtype=np.float64)
     sums[:, :, nonempty] = np.add.reduceat(per_cell, node[nonempty], axis=2)
     return bin_table_from_sums(sums, pos_slot, node / M)
 
 
-# Exact per-bin sums per label slot: sum w, sum w s, sum w^2, count.
-N_BIN_SUMS = 4
+# Exact per-bin sums per label slot: sum w, sum w s, count.
+N_BIN_SUMS = 3
 
 
-def add_bin_sums(out, slot, s, w, edges):
-    """Add one chunk's per-bin sums (bins of :func:`.binning.assign_bins`)."""
+def add_bin_sums(out, slot, s, w):
+    """Add one chunk's per-bin sums for ``out.shape[2]`` uniform bins (the bins
+    of :func:`.binning.assign_uniform_bins`, as in memory)."""
     n_bins = out.shape[2]
-    key = assign_bins(s, edges)
+    key = assign_uniform_bins(s, n_bins)
     if np.ndim(slot):
         key += np.multiply(slot, n_bins, dtype=np.intp)
     elif slot:
         key += n_bins
     size = N_SLOTS * n_bins
-    w = np.ones(s.shape[0]) if w is None else w
-    for i, v in enumerate((w, w * s, w * w)):
+    if w is None:
+        count = np.bincount(key, minlength=size).reshape(N_SLOTS, n_bins)
+        out[0] += count
+        out[1] += np.bincount(key, weights=s, minlength=size).reshape(N_SLOTS, n_bins)
+        out[2] += count
+        return out
+    for i, v in enumerate((w, w * s)):
         out[i] += np.bincount(key, weights=v, minlength=size).reshape(N_SLOTS, n_bins)
-    out[3] += np.bincount(key, minlength=size).reshape(N_SLOTS, n_bins)
+    out[2] += np.bincount(key, minlength=size).reshape(N_SLOTS, n_bins)
     return out
 
 
 def bin_table_from_sums(sums, pos_slot, edges):
     """The :class:`.binning.BinTable` of sums from :func:`add_bin_sums`."""
     total = sums.sum(axis=1)
-    keep = total[0] > 0
-    sw = total[0, keep]
-    label = sums[0, pos_slot, keep] if pos_slot is not None else np.zeros(sw.shape)
-    return BinTable(
-        edges=edges,
-        index=np.flatnonzero(keep),
-        weight=sw,
-        n_eff=sw * sw / total[2, keep],
-        mean_label=label / sw,
-        mean_score=total[1, keep] / sw,
-        count=np.rint(total[3, keep]).astype(np.int64),
-    )
+    label = sums[0, pos_slot] if pos_slot is not None else np.zeros(total.shape[1])
+    return table_from_sums(edges, total[0], label, total[1], total[2])
 
 
 def is_dask_collection(x):

@@ -118,7 +118,8 @@ def statistics(y, s, w, geometry, M=FINE_M):
 def fit(y, s, w, geometry, sigma=None):
     """SmoothECE of one binary problem: ``(value, sigma, stats)``.
 
-    With ``sigma=None`` the value is ``sigma*``. ``stats`` are the grid
+    With ``sigma=None`` the value is ``sigma*`` (0 for a residual that is
+    zero on the grid, see :func:`self_consistent_value`). ``stats`` are the grid
     statistics used, on a grid fine enough for ``sigma`` (at least
     ``MIN_STEPS_PER_SIGMA`` steps per bandwidth down to ``0.8 * sigma``).
     """
@@ -131,8 +132,21 @@ def fit(y, s, w, geometry, sigma=None):
         sig = solve_sigma(stats, geometry)
         need = geometry.grid_size(0.8 * sig, FINE_M)
         if need <= M:
-            return sig, sig, stats
+            return self_consistent_value(stats, sig), sig, stats
         M = need
+
+
+def self_consistent_value(stats, sigma):
+    """SmoothECE from the bisection's ``sigma*``: ``sigma*`` itself, but 0 when
+    the residual ``sum w (y - s)`` is zero at every grid point.
+
+    Then ``smECE_sigma = 0`` for every ``sigma`` and the fixed point is 0;
+    bisection, which only narrows ``[0, 1]`` to a width of ``SIGMA_TOL``,
+    would report the midpoint of ``[0, SIGMA_TOL]`` (4.8e-7). ``sigma`` stays
+    the bandwidth of the reliability curve.
+    """
+    h = pyramid(stats).at(pyramid(stats).fine_m)
+    return 0.0 if np.array_equal(h[:, 1], h[:, 2]) else sigma
 
 
 def pyramid(stats):

@@ -68,6 +68,7 @@ from .._validation import (
     check_same_label_kind,
     check_sample_weight,
     check_sigma,
+    default_pos_label,
     greater_label,
 )
 
@@ -113,8 +114,11 @@ class CalibrationAccumulator:
     Parameters
     ----------
     pos_label : int, float, bool or str, default=None
-        Positive class. ``None`` means the greater of the two labels, decided
-        when the metrics are computed (chunks may hold one class only).
+        Positive class. ``None`` follows the in-memory metrics: with 1-D
+        ``y_proba`` chunks it means 1 for labels in {0, 1} or {-1, 1} and
+        ``True`` for booleans, and any other labels are an error asking for
+        ``pos_label`` (raised as soon as a chunk shows them); with two-column
+        chunks it means the greater label (the last column).
     labels : array-like of shape (2,), default=None
         Both class labels, in the column order of a two-column ``y_proba``
         (default: sorted). Needed when the data may hold a single class whose
@@ -197,6 +201,9 @@ class CalibrationAccumulator:
         self.moments_ = self._empty()
         self.n_samples_ = 0
         self._total_weight = 0.0
+        # Whether a chunk gave the positive-class probability only (1-D): the
+        # positive label then has to be known without reading the columns.
+        self._one_column = False
 
     def _admit(self, classes, name="y_true"):
         """Slots of ``classes`` in the accumulator; grows and reorders ``classes_``."""
@@ -275,6 +282,11 @@ class CalibrationAccumulator:
         )
         self._ensure_state()
         slots = self._admit(classes)
+        if proba.ndim == 1 and self.pos_label is None:
+            # Labels only accumulate, so labels without a default positive
+            # class now have none at the end either.
+            default_pos_label(self.classes_, from_labels=self.labels is not None)
+            self._one_column = True
         s = self._positive_scores(proba)
         if slots.shape[0] == 1:
             slot = int(slots[0])
@@ -325,6 +337,7 @@ class CalibrationAccumulator:
         self.moments_[:, slots] += other.moments_[:, :n_other]
         self.n_samples_ += other.n_samples_
         self._total_weight += other._total_weight
+        self._one_column |= getattr(other, "_one_column", False)
         return self
 
     # -- results ----------------------------------------------------------
@@ -339,8 +352,12 @@ class CalibrationAccumulator:
                 "sample_weight must have a positive sum; all weights are zero."
             )
         seen = self.classes_
+        # Stand-in probabilities of the shape the chunks had, so that the
+        # positive class is resolved by the rule of the in-memory metrics.
+        n = seen.shape[0]
+        dummy = np.zeros(n) if self._one_column else np.full((n, 2), 0.5)
         data = check_calibration_inputs(
-            seen, np.zeros(seen.shape[0]), pos_label=self.pos_label, labels=self.labels
+            seen, dummy, pos_label=self.pos_label, labels=self.labels
         )
         pos = _position(seen, data.pos_label)
         neg_label = [c for c in data.classes if c != data.pos_label][0]
@@ -380,7 +397,7 @@ class CalibrationAccumulator:
     def _smece(sigma, stats):
         if sigma is None:
             sig = _sm.solve_sigma(stats, _L1)
-            return sig, sig
+            return _sm.self_consistent_value(stats, sig), sig
         sigma = check_sigma(sigma)
         return _sm.smece_at(stats, sigma, _L1), sigma
 
@@ -413,13 +430,16 @@ class CalibrationAccumulator:
         """Binned calibration error (uniform bins) of the accumulated data.
 
         Bins are built from whole grid cells: their edges are the uniform edges
-        ``k / n_bins`` moved to the nearest multiple of ``2**-16``. When
-        ``n_bins`` divides ``2**16`` (1, 2, 4, ..., 65536) the edges are exact
-        and the result equals :func:`binned_calibration_error` with
-        ``strategy="uniform"``. Otherwise (e.g. the default 15) it is the
-        binned error with edges moved by at most ``2**-17``: only samples
-        that close to an edge can fall in a different bin. The edges used are
-        returned with ``return_bins=True``.
+        ``k / n_bins`` moved to the nearest multiple of ``2**-16``, and a
+        score on an edge is in the bin below it (the rule of
+        :func:`binned_calibration_error` and of scikit-learn's
+        ``calibration_curve``). When ``n_bins`` divides ``2**16`` (1, 2, 4,
+        ..., 65536) the edges are exact and the result equals
+        :func:`binned_calibration_error` with ``strategy="uniform"``.
+        Otherwise (e.g. the default 15) it is the binned error with edges
+        moved by at most ``2**-17``: only samples that close to an edge can
+        fall in a different bin. The edges used are returned with
+        ``return_bins=True``. Weights are frequencies, as in memory.
 
         Parameters
         ----------
@@ -466,7 +486,7 @@ class _BinAccumulator(CalibrationAccumulator):
         return np.zeros((N_BIN_SUMS, N_SLOTS, self.n_bins))
 
     def _add(self, slot, s, w):
-        add_bin_sums(self.moments_, slot, s, w, uniform_edges(self.n_bins))
+        add_bin_sums(self.moments_, slot, s, w)
 
     def _bin_table(self, n_bins):
         pos, _ = self._slots()
@@ -1078,8 +1098,14 @@ def dask_calibration_error_bound(
     classes = map_reduce_blocks(_block_classes, _union_classes, (y_true, y_proba))
     if labels is not None:
         classes = np.asarray(labels)
+    n = classes.shape[0]
+    # Stand-in probabilities of the shape of y_proba: a 1-D y_proba names no
+    # class, and the rule of the in-memory metrics decides its positive label.
+    one_column = y_proba.ndim == 1 or y_proba.shape[1] == 1
+    k = 1 if one_column else y_proba.shape[1]
+    dummy = np.zeros(n) if one_column else np.full((n, k), 1.0 / k)
     data = check_calibration_inputs(
-        classes, np.zeros(classes.shape[0]), pos_label=pos_label, require_binary=True
+        classes, dummy, pos_label=pos_label, require_binary=True
     )
     params = dict(
         method=method,

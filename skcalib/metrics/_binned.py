@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend.binning import (
+    assign_uniform_bins,
     bin_table,
     binned_error_value,
     quantile_edges,
@@ -58,8 +59,18 @@ def binned_calibration_error(
     * ``norm="l2"`` (RMSCE): ``sqrt(sum_k (W_k / W) (ybar_k - sbar_k)^2)``
     * ``norm="max"`` (MCE): ``max_k |ybar_k - sbar_k|``
 
-    Bins are ``[e_k, e_{k+1})`` with the last one closed, so a score of exactly
-    1.0 is counted. The value depends on ``n_bins`` and ``strategy`` and is
+    Bin rule (that of :func:`sklearn.calibration.calibration_curve`, i.e.
+    ``np.searchsorted(edges[1:-1], s)``): the first bin is ``[e_0, e_1]`` and
+    bin ``k > 0`` is ``(e_k, e_{k+1}]``, so a score on an interior edge
+    belongs to the bin below it, 0.0 to the first bin and 1.0 to the last.
+    Uniform edges are exactly ``k / n_bins`` (the double nearest to it; not
+    ``np.linspace`` values, which are one ulp off for some ``k``); quantile
+    edges with equal weights are scikit-learn's
+    ``np.percentile(s, 100 * np.linspace(0, 1, n_bins + 1))``. Hence the
+    per-bin means equal ``calibration_curve``'s for tied scores too (scores
+    exactly on edges such as 0.1, 0.2, 0.3, 0.7), except for scores within
+    an ulp of a ``linspace`` edge that is not ``k / n_bins``.
+    The value depends on ``n_bins`` and ``strategy`` and is
     biased upward for small bins; prefer :func:`smooth_ece` for a consistent
     measure. ``strategy="quantile", norm="l2", n_bins="cbrt"`` is the binned L2
     calibration error proposed for scikit-learn (the calibration term of the
@@ -76,20 +87,37 @@ def binned_calibration_error(
         Equal-width bins on [0, 1], or bins holding equal (weighted) mass
         (edges at the score quantiles, numpy's linear interpolation, with
         each score placed at the midpoint of its cumulative weight when
-        weights are given; duplicate edges give empty bins, which are
-        skipped).
+        unequal weights are given, so that rescaling the weights does not
+        move the edges, but an integer weight is not the same as repeated
+        rows; duplicate edges give empty bins, which are skipped).
     norm : {"l1", "l2", "max"}, default="l1"
     debias : bool, default=False
-        Only for ``norm="l2"``: subtract the within-bin sampling variance of the
-        mean label (Kumar et al., 2019). The debiased squared error is unbiased
-        and can be negative; the root keeps its sign (``-sqrt(-v)``).
+        Only for ``norm="l2"``: the debiased estimate of Kumar et al. (2019).
+        A bin of ``n_k >= 2`` samples contributes its squared gap less the
+        estimated variance of its mean label, ``ybar_k (1 - ybar_k) /
+        (n_k - 1)``; a bin of a single sample contributes 0 (its ``(y - s)^2``
+        is noise with no variance estimate). Each bin's term is unbiased for
+        its squared calibration gap when the labels in the bin are
+        independent with a common mean; the total is not unbiased (the
+        single-sample bins are dropped, the gap varies within bins). It can
+        be negative; the root keeps its sign (``-sqrt(-v)``).
     squared : bool, default=False
         Only for ``norm="l2"``: return the squared error.
     multi_class : {"top-label", "classwise"}, default="top-label"
         Reduction for multiclass ``y_proba`` (ignored for binary problems).
     sample_weight : array-like of shape (n_samples,), default=None
+        Frequency weights: a weight of 2 counts like two copies of the row,
+        and integer weights give the same number as repeated rows (uniform
+        bins). Only ``debias=True`` reads their scale (``n_k`` is the bin's
+        total weight, so bins of total weight at most 1 contribute 0); the
+        other norms are unchanged when all weights are multiplied by a
+        constant. Quantile edges read weights as relative (see ``strategy``).
     pos_label : int, float, bool or str, default=None
-        Positive class of a binary problem; ``None`` means the greater label.
+        Positive class of a binary problem. With a 1-D ``y_proba``, ``None``
+        means 1 for labels in {0, 1} or {-1, 1} and ``True`` for booleans; any
+        other labels (e.g. strings) need ``pos_label``. With a two-column
+        ``y_proba``, ``None`` means the greater label (the last column in
+        sorted order).
     labels : array-like, default=None
         All class labels, in the order of the columns of ``y_proba`` (as
         in :func:`sklearn.metrics.roc_auc_score`); needed when ``y_true``
@@ -120,6 +148,17 @@ def binned_calibration_error(
     0.225
     >>> round(binned_calibration_error(y, p, n_bins=2, norm="max"), 3)
     0.25
+
+    A score on an edge belongs to the bin below it, as in
+    :func:`sklearn.calibration.calibration_curve`:
+
+    >>> from sklearn.calibration import calibration_curve
+    >>> y, p = [0, 1, 0, 1], [0.3, 0.3, 0.5, 0.9]
+    >>> _, bins = binned_calibration_error(y, p, n_bins=2, return_bins=True)
+    >>> bins["mean_label"], bins["mean_score"]
+    (array([0.33333333, 1.        ]), array([0.36666667, 0.9       ]))
+    >>> calibration_curve(y, p, n_bins=2)
+    (array([0.33333333, 1.        ]), array([0.36666667, 0.9       ]))
     """
     if any_dask(y_true, y_proba, sample_weight):
         return dask_metric("binned_calibration_error", **locals())
@@ -134,9 +173,9 @@ def binned_calibration_error(
     for y, s, w in binary_tasks(data, multi_class):
         if strategy == "uniform":
             edges = uniform_edges(n_bins)
+            table = bin_table(y, s, w, edges, assign_uniform_bins(s, n_bins))
         else:
-            edges = quantile_edges(s, w, n_bins)
-        table = bin_table(y, s, w, edges)
+            table = bin_table(y, s, w, quantile_edges(s, w, n_bins))
         values.append(binned_error_value(table, norm, debias, squared))
         tables.append(table_as_dict(table))
     value = float(np.mean(values))

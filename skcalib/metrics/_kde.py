@@ -181,7 +181,11 @@ def kde_calibration_error(
         Frequency weights: they enter the kernel sums and the outer mean; a
         sample of weight 2 counts like two copies of it.
     pos_label : int, float, bool or str, default=None
-        Positive class of a binary problem; ``None`` means the greater label.
+        Positive class of a binary problem. With a 1-D ``y_proba``, ``None``
+        means 1 for labels in {0, 1} or {-1, 1} and ``True`` for booleans; any
+        other labels (e.g. strings) need ``pos_label``. With a two-column
+        ``y_proba``, ``None`` means the greater label (the last column in
+        sorted order).
     labels : array-like, default=None
         All class labels, in the order of the columns of ``y_proba`` (as
         in :func:`sklearn.metrics.roc_auc_score`); needed when ``y_true``

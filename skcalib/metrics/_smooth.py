@@ -93,8 +93,15 @@ def smooth_ece(
         vs correctness, or the mean of the one-vs-rest errors. Ignored for
         binary problems.
     sample_weight : array-like of shape (n_samples,), default=None
+        Frequency weights: a weight of 2 counts like two copies of the row
+        (integer weights give the number of repeated rows). SmoothECE depends
+        on the weights' ratios only: rescaling them all changes nothing.
     pos_label : int, float, bool or str, default=None
-        Positive class of a binary problem; ``None`` means the greater label.
+        Positive class of a binary problem. With a 1-D ``y_proba``, ``None``
+        means 1 for labels in {0, 1} or {-1, 1} and ``True`` for booleans; any
+        other labels (e.g. strings) need ``pos_label``. With a two-column
+        ``y_proba``, ``None`` means the greater label (the last column in
+        sorted order).
     labels : array-like, default=None
         All class labels, in the order of the columns of ``y_proba`` (as
         in :func:`sklearn.metrics.roc_auc_score`); needed when ``y_true``
@@ -106,7 +113,8 @@ def smooth_ece(
     Returns
     -------
     smece : float
-        In [0, 1]; 0 for a perfectly calibrated sample.
+        In [0, 1]; exactly 0 when the residual ``sum w (y - s)`` vanishes at
+        every grid point (e.g. ``y == s`` for every row).
     sigma : float or ndarray
         Only if ``return_sigma=True``.
 
