@@ -288,6 +288,18 @@ def _unique_labels(y_true):
     return np.unique(y_true)
 
 
+def check_pos_label(pos_label):
+    """A positive label is one scalar: a number, a bool or a string."""
+    if pos_label is not None and not isinstance(
+        pos_label, (numbers.Number, str, bytes, np.generic)
+    ):
+        raise TypeError(
+            "pos_label must be a single label (a number, a bool or a string); "
+            f"got {pos_label!r}."
+        )
+    return pos_label
+
+
 def _resolve_classes(y_true, labels):
     try:
         present = _unique_labels(y_true)
@@ -297,7 +309,12 @@ def _resolve_classes(y_true, labels):
         ) from None
     if labels is None:
         return present
-    labels = np.asarray(_column_or_1d(np.asarray(labels)))
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.shape[0] == 0:
+        raise ValueError(
+            "labels must be a non-empty 1-D list of class labels; got "
+            f"{labels.tolist()!r}."
+        )
     if labels.shape[0] != np.unique(labels).shape[0]:
         raise ValueError("labels must not contain duplicates.")
     try:
@@ -350,6 +367,7 @@ def check_calibration_inputs(
     -------
     CalibrationData
     """
+    check_pos_label(pos_label)
     y_true = _check_y_true(y_true)
     proba = check_probability_array(y_proba, name="y_proba")
     n = y_true.shape[0]
