@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._backend.score_grid import off_grid
+from ._params import MAX_BINS
 
 __all__ = [
     "CalibrationData",
@@ -789,6 +790,19 @@ def check_bool(value, name):
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False; got {value!r}.")
     return bool(value)
+
+
+def check_n_bins(n_bins, n_samples):
+    """``n_bins``: a positive int (at most ``MAX_BINS``) or ``"cbrt"``
+    (``ceil(n_samples ** (1/3))``, ``n_samples`` counting rows of positive
+    weight)."""
+    if isinstance(n_bins, str):
+        if n_bins != "cbrt":
+            raise ValueError(
+                f"n_bins must be a positive integer or 'cbrt'; got {n_bins!r}."
+            )
+        return max(1, int(np.ceil(n_samples ** (1 / 3))))
+    return check_int(n_bins, "n_bins", min_val=1, max_val=MAX_BINS)
 
 
 def check_binned_options(norm, debias, squared, return_bins=False):

@@ -26,17 +26,17 @@ __all__ = [
 # numpy array never does.
 _LAZY = {
     "CalibrationAccumulator": "._accumulator",
-    "StreamingCalibrationBound": "._accumulator",
+    "StreamingCalibrationBound": "._streaming_bound",
     "binned_calibration_error": "._binned",
     "CalibrationBoundScorer": "._bound_scorer",
-    "CalibrationBound": "._bounds",
+    "CalibrationBound": "._results",
     "calibration_error_bound": "._bounds",
-    "KDECalibrationResult": "._kde",
+    "KDECalibrationResult": "._results",
     "kde_calibration_error": "._kde",
     "CalibrationScorer": "._scorer",
     "get_scorer": "._scorer",
     "get_scorer_names": "._scorer",
-    "SmoothCalibrationCurve": "._smooth",
+    "SmoothCalibrationCurve": "._results",
     "smooth_calibration_curve": "._smooth",
     "smooth_ece": "._smooth",
 }

@@ -12,27 +12,18 @@ from .._backend.binning import (
     table_as_dict,
     uniform_edges,
 )
+from .._backend.distributed import any_dask
 from .._validation import (
     binary_tasks,
     check_binned_options,
     check_calibration_inputs,
-    check_int,
     check_multi_class,
+    check_n_bins,
 )
-from ._accumulator import any_dask, dask_metric
+from ._dask import dask_binned_calibration_error
 from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["binned_calibration_error"]
-
-
-def _n_bins(n_bins, n_samples):
-    if isinstance(n_bins, str):
-        if n_bins != "cbrt":
-            raise ValueError(
-                f"n_bins must be a positive integer or 'cbrt'; got {n_bins!r}."
-            )
-        return max(1, int(np.ceil(n_samples ** (1 / 3))))
-    return check_int(n_bins, "n_bins", min_val=1)
 
 
 def binned_calibration_error(
@@ -161,14 +152,27 @@ def binned_calibration_error(
     (array([0.33333333, 1.        ]), array([0.36666667, 0.9       ]))
     """
     if any_dask(y_true, y_proba, sample_weight):
-        return dask_metric("binned_calibration_error", **locals())
+        return dask_binned_calibration_error(
+            y_true,
+            y_proba,
+            n_bins=n_bins,
+            strategy=strategy,
+            norm=norm,
+            debias=debias,
+            squared=squared,
+            multi_class=multi_class,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+            return_bins=return_bins,
+        )
     check_multi_class(strategy, ("uniform", "quantile"), name="strategy")
     check_multi_class(multi_class, ("top-label", "classwise"))
     check_binned_options(norm, debias, squared, return_bins)
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
-    n_bins = _n_bins(n_bins, int(np.count_nonzero(data.weight)))
+    n_bins = check_n_bins(n_bins, int(np.count_nonzero(data.weight)))
     values, tables = [], []
     for y, s, w in binary_tasks(data, multi_class):
         if strategy == "uniform":

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 from joblib import Parallel, delayed
 
@@ -14,6 +12,7 @@ from .._backend.certificate import (
     smoother_fold_terms,
     tv_fold_terms,
 )
+from .._backend.distributed import any_dask
 from .._backend.score_grid import discretisation_term
 from .._backend.tv import fit_tv_surrogate, step_extension
 from .._backend.window import (
@@ -36,9 +35,10 @@ from .._validation import (
     check_perturbed_scores,
     check_random_generator,
 )
-from ._accumulator import any_dask, dask_calibration_error_bound
+from ._dask import dask_calibration_error_bound
+from ._results import CalibrationBound
 
-__all__ = ["CalibrationBound", "calibration_error_bound"]
+__all__ = ["calibration_error_bound"]
 
 _METHODS = ("nw", "tv", "lipschitz")
 _MULTI_CLASS = ("top-label",)
@@ -47,96 +47,6 @@ _NW_SELECT_POINTS = 1000
 # Fractional shifts per bucket count in the Lipschitz baseline.
 _N_SHIFTS = 4
 _MAX_LOG2_BUCKETS = 16
-
-
-@dataclass(frozen=True)
-class CalibrationBound:
-    """Result of :func:`calibration_error_bound`.
-
-    Attributes
-    ----------
-    upper : float
-        Upper bound on the L1 calibration error ``CE = E|s - η(s)|``, valid
-        with probability at least ``1 - delta``: the smallest of the fold
-        bounds, each clipped at 1.
-    lower : float
-        Lower bound on ``CE`` (the largest fold lower bound, clipped at 0),
-        valid with probability at least ``1 - delta`` on its own (the pair
-        holds jointly with probability at least ``1 - 2 delta``).
-    estimate : float
-        Point estimate of ``CE``: mean over folds of ``mean_V |η̂(s) - s|``.
-    method : str
-    delta : float
-    n_samples : int
-    n_splits : int
-    terms : dict
-        The additive terms of the fold that gives ``upper``
-        (``upper == min(1, sum(terms.values()))``).
-    per_fold : tuple of dict
-        Fold-level ``upper`` (clipped at 1), ``lower``, ``estimate``,
-        ``terms``, sizes and tuning parameters.
-    vacuous : bool
-        True when ``upper`` is 1: the sample is too small for the bound to
-        say anything.
-    bandwidth : ndarray of shape (n_splits,) or None
-        Window half-width of each fold (``method="nw"``).
-    n_bins : ndarray of shape (n_splits,) or None
-        Bucket count of each fold (``method="lipschitz"``).
-    assume : str or None
-
-    Examples
-    --------
-    >>> from skcalib.datasets import make_calibration_problem
-    >>> from skcalib.metrics import calibration_error_bound
-    >>> prob = make_calibration_problem(5000, problem="u2", random_state=0)
-    >>> b = calibration_error_bound(prob.y_true, prob.y_proba, random_state=0)
-    >>> b.method, b.n_splits, len(b.per_fold)
-    ('tv', 5, 5)
-    >>> bool(abs(b.upper - min(1.0, sum(b.terms.values()))) < 1e-12)
-    True
-    >>> b.vacuous
-    False
-    >>> bool(b.lower <= b.estimate <= b.upper)
-    True
-    """
-
-    upper: float
-    lower: float
-    estimate: float
-    method: str
-    delta: float
-    n_samples: int
-    n_splits: int
-    terms: dict = field(repr=False)
-    per_fold: tuple = field(repr=False)
-    vacuous: bool = False
-    bandwidth: np.ndarray | None = field(default=None, repr=False)
-    n_bins: np.ndarray | None = field(default=None, repr=False)
-    assume: str | None = None
-
-    def __repr__(self):
-        head = (
-            f"CalibrationBound(method={self.method!r}, delta={self.delta:g}, "
-            f"n_samples={self.n_samples}, n_splits={self.n_splits}"
-            + (f", assume={self.assume!r}" if self.assume else "")
-            + ")"
-        )
-        lines = [
-            head,
-            f"  upper    = {self.upper:.6f}"
-            + ("  (vacuous: too few samples)" if self.vacuous else ""),
-            f"  estimate = {self.estimate:.6f}",
-            f"  lower    = {self.lower:.6f}",
-            "  terms of upper (its fold):",
-        ]
-        lines += [f"    {k:<22s}{v:.6f}" for k, v in self.terms.items()]
-        if self.bandwidth is not None:
-            lines.append(
-                f"  bandwidth per fold: {np.round(self.bandwidth, 6).tolist()}"
-            )
-        if self.n_bins is not None:
-            lines.append(f"  n_bins per fold: {self.n_bins.tolist()}")
-        return "\n".join(lines)
 
 
 def _smoother_fold(err, g, sum_sq_influence, delta):

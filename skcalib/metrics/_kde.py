@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .._backend.bandwidth import select_dirichlet_bandwidth
@@ -13,58 +11,10 @@ from .._validation import (
     check_calibration_inputs,
     check_kde_options,
 )
+from ._results import KDECalibrationResult
 from ._scorer import CalibrationScorer, register_scorer
 
-__all__ = ["kde_calibration_error", "KDECalibrationResult"]
-
-
-@dataclass(frozen=True)
-class KDECalibrationResult:
-    """Details of a :func:`kde_calibration_error` evaluation.
-
-    Attributes
-    ----------
-    value : float
-        The estimate returned without ``return_details`` (after ``root``).
-    bandwidth : float or ndarray of shape (n_classes,)
-        Bandwidth used; one per class for ``multi_class="classwise"``.
-    effective_sample_size_median, effective_sample_size_min : float or ndarray
-        Median and minimum over samples (of positive weight) of the
-        effective number of neighbours ``1 / sum_i W_ji^2`` of the
-        leave-one-out kernel weights; one per class for ``"classwise"``.
-        A minimum near 1 means some estimates rest on a single neighbour.
-    per_sample : ndarray of shape (n_samples,)
-        Terms whose weighted mean is the ``p``-th power estimate (before
-        ``root``); averaged over classes for ``"classwise"``.
-    p : float
-    debiased : bool
-    multi_class : str
-        ``"binary"`` for binary input, else the reduction used.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skcalib.metrics import kde_calibration_error
-    >>> rng = np.random.default_rng(0)
-    >>> proba = rng.dirichlet([1, 1, 1], size=300)
-    >>> y = np.array([rng.choice(3, p=q) for q in proba])
-    >>> res = kde_calibration_error(
-    ...     y, proba, multi_class="classwise", bandwidth=0.1, return_details=True
-    ... )
-    >>> res.multi_class, res.bandwidth.shape, res.per_sample.shape
-    ('classwise', (3,), (300,))
-    >>> bool(np.isclose(res.value, res.per_sample.mean()))
-    True
-    """
-
-    value: float
-    bandwidth: object
-    effective_sample_size_median: object
-    effective_sample_size_min: object
-    per_sample: np.ndarray
-    p: float
-    debiased: bool
-    multi_class: str
+__all__ = ["kde_calibration_error"]
 
 
 def _problems(data, multi_class):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import smece as _sm
+from .._backend.distributed import any_dask
 from .._backend.resampling import (
     CI_METHODS,
     bootstrap_interval,
@@ -21,10 +22,11 @@ from .._validation import (
     check_seed_sequence,
     check_sigma,
 )
-from ._accumulator import any_dask, dask_metric
+from ._dask import dask_smooth_calibration_curve, dask_smooth_ece
+from ._results import SmoothCalibrationCurve
 from ._scorer import CalibrationScorer, register_scorer
 
-__all__ = ["smooth_ece", "smooth_calibration_curve", "SmoothCalibrationCurve"]
+__all__ = ["smooth_ece", "smooth_calibration_curve"]
 
 _METRICS = ("l1", "logit")
 
@@ -155,7 +157,17 @@ def smooth_ece(
     True
     """
     if any_dask(y_true, y_proba, sample_weight):
-        return dask_metric("smooth_ece", **locals())
+        return dask_smooth_ece(
+            y_true,
+            y_proba,
+            sigma=sigma,
+            metric=metric,
+            multi_class=multi_class,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+            return_sigma=return_sigma,
+        )
     data, tasks, geometry, sigma = _prepare(
         y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric, sigma
     )
@@ -169,76 +181,6 @@ def smooth_ece(
         return value
     sig_out = float(sigmas[0]) if len(sigmas) == 1 else np.asarray(sigmas)
     return value, sig_out
-
-
-class SmoothCalibrationCurve:
-    """Smooth reliability-curve data returned by :func:`smooth_calibration_curve`.
-
-    Attributes
-    ----------
-    scores : ndarray of shape (n_points,)
-        Predicted-probability values where the curve is evaluated.
-    y_smooth : ndarray of shape (n_points,)
-        Smoothed observed frequency ``E[y | s]`` at ``scores`` (NaN where the
-        score density is below 1e-10 of its maximum: no data there).
-    density : ndarray of shape (n_points,)
-        Kernel density estimate of the predicted probabilities.
-    sigma : float
-        Bandwidth of the curve.
-    smece : float
-        SmoothECE (``sigma`` itself when ``sigma`` was chosen automatically).
-    y_smooth_low, y_smooth_high : ndarray or None
-        Pointwise bootstrap band of ``y_smooth`` (at the same ``sigma``), by
-        ``ci_method``.
-    smece_ci : tuple of float or None
-        Bootstrap confidence interval of ``smece`` by ``ci_method`` (see
-        :func:`smooth_calibration_curve` for when it covers).
-    smece_bootstrap : ndarray of shape (n_bootstrap,) or None
-        The resampled smECE values the interval is made of.
-    smece_bias_corrected : float or None
-        Bootstrap bias-corrected smECE, ``max(2 smece - mean(smece_bootstrap),
-        0)``. It removed about half of the upward bias of a nearly calibrated
-        model at ``n <= 3000`` (and 30 % of its RMSE), but adds noise where
-        the bias is small (RMSE 10-23 % larger there); see the user guide.
-    n_bootstrap, confidence_level : int, float
-    ci_method : str or None
-    label : object or None
-        The class of a one-vs-rest curve (``multi_class="classwise"``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skcalib.metrics import smooth_calibration_curve
-    >>> rng = np.random.default_rng(0)
-    >>> p = rng.uniform(size=1000)
-    >>> curve = smooth_calibration_curve(rng.uniform(size=1000) < p, p)
-    >>> curve.scores.shape == curve.y_smooth.shape == curve.density.shape
-    True
-    >>> curve.smece == curve.sigma  # sigma* is the SmoothECE
-    True
-    """
-
-    def __init__(self, **fields):
-        self.label = None
-        self.y_smooth_low = self.y_smooth_high = self.smece_ci = None
-        self.smece_bootstrap = self.smece_bias_corrected = None
-        self.n_bootstrap = 0
-        self.confidence_level = self.ci_method = None
-        for k, v in fields.items():
-            setattr(self, k, v)
-
-    def __repr__(self):
-        ci = (
-            ""
-            if self.smece_ci is None
-            else f", {100 * self.confidence_level:g}% CI=({self.smece_ci[0]:.4f}, "
-            f"{self.smece_ci[1]:.4f})"
-        )
-        lab = "" if self.label is None else f"label={self.label!r}, "
-        return (
-            f"SmoothCalibrationCurve({lab}smece={self.smece:.4f}{ci}, "
-            f"sigma={self.sigma:.4g}, n_points={self.scores.shape[0]})"
-        )
 
 
 def smooth_calibration_curve(
@@ -345,7 +287,17 @@ def smooth_calibration_curve(
     """
     check_multi_class(ci_method, CI_METHODS, name="ci_method")
     if any_dask(y_true, y_proba, sample_weight):
-        return dask_metric("smooth_calibration_curve", **locals())
+        return dask_smooth_calibration_curve(
+            y_true,
+            y_proba,
+            sigma=sigma,
+            metric=metric,
+            multi_class=multi_class,
+            n_bootstrap=n_bootstrap,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+        )
     n_bootstrap = check_int(
         n_bootstrap, "n_bootstrap", min_val=0, max_val=MAX_BOOTSTRAP
     )
