@@ -653,3 +653,30 @@ def test_smooth_band_uses_the_curve_interval_method():
         plt.close(disp.figure_)
     with pytest.raises(ValueError, match="ci_method"):
         SmoothReliabilityDisplay.from_predictions(y, p, ci_method="bca", **kw)
+
+
+def test_bound_display_from_estimator_reads_the_perturbation_scale():
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+
+    from skcalib import PerturbedClassifier
+    from skcalib.metrics import calibration_error_bound
+
+    X, y = make_classification(n_samples=4000, random_state=0)
+    clf = PerturbedClassifier(LogisticRegression(), scale=2**-5, random_state=0)
+    clf.fit(X[:2000], y[:2000])
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X[2000:], y[2000:], random_state=0
+    )
+    assert disp.methods == ["tv", "nw", "lipschitz"]
+    p = clf.predict_proba(X[2000:])[:, 1]
+    ref = CalibrationBoundDisplay.from_predictions(
+        y[2000:], p, perturbation_scale=2**-5, random_state=0
+    )
+    np.testing.assert_array_equal(disp.upper, ref.upper)
+    # The NW bar certifies these scores at the model's scale.
+    nw = calibration_error_bound(y[2000:], p, method="nw", perturbation_scale=2**-5)
+    assert disp.upper[1] == pytest.approx(nw.upper, abs=0.05)
+    plain = LogisticRegression().fit(X[:2000], y[:2000])
+    disp = CalibrationBoundDisplay.from_estimator(plain, X[2000:], y[2000:])
+    assert disp.methods == ["tv"]

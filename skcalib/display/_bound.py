@@ -327,7 +327,7 @@ class CalibrationBoundDisplay:
     def from_predictions(
         cls,
         y_true,
-        y_score,
+        y_proba,
         *,
         perturbation_scale=None,
         lipschitz=None,
@@ -350,8 +350,9 @@ class CalibrationBoundDisplay:
         ----------
         y_true : array-like of shape (n_samples,)
             Binary labels.
-        y_score : array-like of shape (n_samples,) or (n_samples, 2)
-            Predicted probability of the positive class.
+        y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+            Predicted probability of the positive class (1-D) or of both
+            classes.
         perturbation_scale : float, default=None
             Scale of the sech perturbation that produced the scores; enables
             the Nadaraya-Watson bound (and the Lipschitz one with
@@ -405,10 +406,102 @@ class CalibrationBoundDisplay:
         return disp.plot(ax=ax, bar_kwargs=bar_kwargs, despine=despine)
 
     @classmethod
+    def from_estimator(
+        cls,
+        estimator,
+        X,
+        y,
+        *,
+        perturbation_scale=None,
+        lipschitz=None,
+        methods=None,
+        delta=0.05,
+        n_bins=15,
+        true_ce=None,
+        n_splits=5,
+        random_state=None,
+        n_jobs=None,
+        name=None,
+        ax=None,
+        bar_kwargs=None,
+        despine=False,
+    ):
+        """Plot the certified bounds of a fitted binary classifier on ``(X, y)``.
+
+        A model that perturbs its scores (a fitted
+        :class:`~skcalib.PerturbedClassifier`, recognised by its ``scale_``)
+        also gets the Nadaraya-Watson and Lipschitz bounds at that scale.
+
+        Parameters
+        ----------
+        estimator : fitted classifier
+            With ``predict_proba`` and two ``classes_``.
+        X : array-like of shape (n_samples, n_features)
+            Held-out data.
+        y : array-like of shape (n_samples,)
+            Its labels.
+        perturbation_scale : float, default=None
+            Defaults to the estimator's ``scale_`` when it has one.
+        lipschitz, methods, delta, n_bins, true_ce, n_splits, random_state, \
+n_jobs, name, ax, bar_kwargs, despine
+            As in :meth:`from_predictions`.
+
+        Returns
+        -------
+        display : CalibrationBoundDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> from sklearn.datasets import make_classification
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from skcalib import PerturbedClassifier
+        >>> from skcalib.display import CalibrationBoundDisplay
+        >>> X, y = make_classification(n_samples=6000, random_state=0)
+        >>> clf = PerturbedClassifier(LogisticRegression(), random_state=0)
+        >>> clf = clf.fit(X[:3000], y[:3000])
+        >>> disp = CalibrationBoundDisplay.from_estimator(
+        ...     clf, X[3000:], y[3000:], random_state=0
+        ... )
+        >>> disp.methods
+        ['tv', 'nw', 'lipschitz']
+        >>> plt.close(disp.figure_)
+        """
+        from sklearn.utils.validation import _num_samples
+
+        from .._validation import check_estimator_proba
+
+        proba = check_estimator_proba(
+            estimator.predict_proba(X), estimator, _num_samples(X)
+        )
+        if perturbation_scale is None:
+            perturbation_scale = getattr(estimator, "scale_", None)
+        if name is None:
+            name = type(estimator).__name__
+        return cls.from_predictions(
+            y,
+            proba,
+            perturbation_scale=perturbation_scale,
+            lipschitz=lipschitz,
+            methods=methods,
+            delta=delta,
+            n_bins=n_bins,
+            true_ce=true_ce,
+            pos_label=None,
+            n_splits=n_splits,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            name=name,
+            ax=ax,
+            bar_kwargs=bar_kwargs,
+            despine=despine,
+        )
+
+    @classmethod
     def from_sample_sizes(
         cls,
         y_true,
-        y_score,
+        y_proba,
         *,
         sample_sizes=None,
         perturbation_scale=None,
@@ -433,7 +526,7 @@ class CalibrationBoundDisplay:
 
         Parameters
         ----------
-        y_true, y_score
+        y_true, y_proba
             As in :meth:`from_predictions`.
         sample_sizes : array-like of int, default=None
             Subset sizes; ``None`` means 6 sizes from ``min(1000, n)`` to ``n``,
@@ -505,7 +598,7 @@ def _prepare(args):
     """
     data = check_calibration_inputs(
         args["y_true"],
-        args["y_score"],
+        args["y_proba"],
         pos_label=args["pos_label"],
         require_binary=True,
     )
