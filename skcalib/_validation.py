@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._backend.score_grid import off_grid
-from ._params import MAX_BINS
+from ._params import MAX_BINS, StrOptions, check_param
 
 __all__ = [
     "CalibrationData",
@@ -23,7 +23,7 @@ __all__ = [
     "binary_tasks",
     "check_probability_matrix",
     "check_sample_weight",
-    "check_multi_class",
+    "check_option",
     "default_pos_label",
     "check_int",
     "check_real",
@@ -36,8 +36,6 @@ PROBA_TOL = 1e-8
 # Rows of a probability matrix must sum to one within this tolerance; float32
 # softmax outputs over a few hundred classes drift by ~1e-6.
 ROW_SUM_TOL = 1e-5
-
-MULTI_CLASS_OPTIONS = ("top-label", "classwise", "canonical")
 
 
 @dataclass(frozen=True)
@@ -269,13 +267,10 @@ def check_sample_weight(
     return w
 
 
-def check_multi_class(multi_class, allowed, *, name="multi_class"):
-    if multi_class not in allowed:
-        raise ValueError(
-            f"{name} must be one of {', '.join(repr(a) for a in allowed)}; "
-            f"got {multi_class!r}."
-        )
-    return multi_class
+def check_option(name, value, allowed):
+    """``value`` if it is one of the strings ``allowed`` (the rule and message
+    of :class:`skcalib._params.StrOptions`)."""
+    return check_param(name, value, StrOptions(*allowed))
 
 
 def _unique_labels(y_true):
@@ -807,7 +802,7 @@ def check_n_bins(n_bins, n_samples):
 
 def check_binned_options(norm, debias, squared, return_bins=False):
     """Options of the binned calibration error: ``norm`` and its L2-only flags."""
-    check_multi_class(norm, ("l1", "l2", "max"), name="norm")
+    check_option("norm", norm, ("l1", "l2", "max"))
     check_bool(return_bins, "return_bins")
     for flag, value in (("debias", debias), ("squared", squared)):
         if check_bool(value, flag) and norm != "l2":
@@ -834,14 +829,14 @@ def check_kde_options(p, bandwidth, multi_class, debias, root, chunk_size, n_job
     """
     p = check_real(p, "p", low=1.0)
     if isinstance(bandwidth, str):
-        bandwidth = check_multi_class(bandwidth, ("mle", "risk"), name="bandwidth")
+        bandwidth = check_option("bandwidth", bandwidth, ("mle", "risk"))
     elif isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
         raise TypeError(
             f"bandwidth must be 'mle', 'risk' or a positive float; got {bandwidth!r}."
         )
     else:
         bandwidth = check_real(bandwidth, "bandwidth", low=0.0, include_low=False)
-    check_multi_class(multi_class, ("canonical", "classwise", "top-label"))
+    check_option("multi_class", multi_class, ("canonical", "classwise", "top-label"))
     if isinstance(debias, str):
         if debias != "auto":
             raise ValueError(f"debias must be 'auto', True or False; got {debias!r}.")

@@ -53,8 +53,8 @@ from ._validation import (
     check_column_labels,
     check_estimator_proba,
     check_known_labels,
-    check_multi_class,
     check_n_jobs,
+    check_option,
     check_probability_matrix,
     check_real,
     check_sample_weight,
@@ -340,7 +340,7 @@ default="auto"
         return check_probability_matrix(X, name="X")
 
     def _resolve_method(self, n_classes):
-        check_multi_class(self.method, _METHODS, name="method")
+        check_option("method", self.method, _METHODS)
         if self.method in ("auto", "logit"):
             return "logit"
         if self.method == "canonical":
@@ -427,7 +427,7 @@ default="auto"
         method = self._resolve_method(K)
         bandwidth = self._check_bandwidth(method)
         if method == "logit":
-            base = check_multi_class(self.base, _BASES, name="base")
+            base = check_option("base", self.base, _BASES)
             self._fit_logit(P, y_idx, w, bandwidth, base, eps, pseudo_count)
         elif method == "canonical":
             self._fit_canonical(P, y_idx, w, bandwidth, eps, prior)

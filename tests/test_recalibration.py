@@ -462,7 +462,7 @@ def test_transform_rejects_bad_probabilities(bad, match):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"method": "top-label"}, "method must be one of"),
+        ({"method": "top-label"}, "'method' parameter must be one of"),
         ({"bandwidth": "mle"}, "bandwidth='mle' is not available for the 'logit'"),
         ({"bandwidth": "smece"}, "bandwidth='smece' is not available for the 'logit'"),
         (
@@ -474,7 +474,7 @@ def test_transform_rejects_bad_probabilities(bad, match):
         ({"bandwidth": -1.0}, "bandwidth must be >= 0"),
         ({"bandwidth": np.nan}, "bandwidth"),
         ({"method": "grid", "bandwidth": 2.0}, "bandwidth must be <= 1"),
-        ({"base": "isotonic"}, "base must be one of"),
+        ({"base": "isotonic"}, "'base' parameter must be one of"),
         ({"bandwidth": np.inf, "base": "temperature"}, None),
         ({"bandwidth": 2.0}, None),
         ({"bandwidth": 0.0}, None),

@@ -389,8 +389,3 @@ def normalize_rows(Q):
     Q = np.clip(Q, 0.0, 1.0)
     total = Q.sum(axis=1, keepdims=True)
     return np.divide(Q, total, out=np.full_like(Q, 1.0 / Q.shape[1]), where=total > 0)
-
-
-def weighted_log_loss(Q, y_idx, w):
-    """``-sum_i w_i log Q[i, y_i] / sum_i w_i`` (``Q`` already clipped above 0)."""
-    return float(-(w * np.log(Q[np.arange(y_idx.shape[0]), y_idx])).sum() / w.sum())

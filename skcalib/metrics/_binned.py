@@ -17,8 +17,8 @@ from .._validation import (
     binary_tasks,
     check_binned_options,
     check_calibration_inputs,
-    check_multi_class,
     check_n_bins,
+    check_option,
 )
 from ._dask import dask_binned_calibration_error
 from ._scorer import CalibrationScorer, register_scorer
@@ -166,8 +166,8 @@ def binned_calibration_error(
             labels=labels,
             return_bins=return_bins,
         )
-    check_multi_class(strategy, ("uniform", "quantile"), name="strategy")
-    check_multi_class(multi_class, ("top-label", "classwise"))
+    check_option("strategy", strategy, ("uniform", "quantile"))
+    check_option("multi_class", multi_class, ("top-label", "classwise"))
     check_binned_options(norm, debias, squared, return_bins)
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels

@@ -291,7 +291,9 @@ def calibration_error_bound(
     random_state : int, Generator, RandomState or None, default=None
         Fold assignment and validation subsampling.
     n_jobs : int, default=None
-        Folds run in parallel with ``joblib.Parallel``.
+        Folds run in parallel with ``joblib.Parallel`` (threads by default:
+        the folds share the sorted sample). ``n_jobs=2`` about halves the
+        time of the TV bound at large ``n`` when numba is installed.
 
     Returns
     -------
@@ -380,7 +382,9 @@ def calibration_error_bound(
     if method == "nw":
         kwargs["prefix"] = window_prefix_sums(s_sorted, y_sorted)
 
-    folds = Parallel(n_jobs=n_jobs)(
+    # Threads: the folds share the sorted sample (no copy per worker), and the
+    # numpy passes and the compiled TV solver release the GIL.
+    folds = Parallel(n_jobs=n_jobs, prefer="threads")(
         delayed(_run_fold)(
             method,
             s_sorted,

@@ -13,8 +13,8 @@ from .._backend.distributed import any_dask, map_reduce_blocks, merge_moments
 from .._validation import (
     check_calibration_inputs,
     check_label_chunk,
-    check_multi_class,
     check_n_bins,
+    check_option,
 )
 from ._accumulator import CalibrationAccumulator, _BinAccumulator
 from ._streaming_bound import _STREAM_METHODS, StreamingCalibrationBound
@@ -47,8 +47,8 @@ def accumulate_dask(y_true, y_proba, *, sample_weight=None, factory):
 
 
 def _check_dask_options(multi_class, metric, **unsupported):
-    check_multi_class(multi_class, ("top-label", "classwise"))
-    check_multi_class(metric, ("l1", "logit"), name="metric")
+    check_option("multi_class", multi_class, ("top-label", "classwise"))
+    check_option("metric", metric, ("l1", "logit"))
     if metric != "l1":
         raise ValueError("metric='logit' is not available for dask arrays; use 'l1'.")
     for name, (value, default) in unsupported.items():

@@ -16,8 +16,8 @@ from .._validation import (
     binary_tasks,
     check_calibration_inputs,
     check_int,
-    check_multi_class,
     check_n_jobs,
+    check_option,
     check_real,
     check_seed_sequence,
     check_sigma,
@@ -34,8 +34,8 @@ _METRICS = ("l1", "logit")
 def _prepare(
     y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric, sigma
 ):
-    check_multi_class(multi_class, ("top-label", "classwise"))
-    check_multi_class(metric, _METRICS, name="metric")
+    check_option("multi_class", multi_class, ("top-label", "classwise"))
+    check_option("metric", metric, _METRICS)
     geometry = _sm.GridGeometry(metric)
     if sigma is not None:
         sigma = check_sigma(sigma, minimum=geometry.finest_sigma)
@@ -285,7 +285,7 @@ def smooth_calibration_curve(
     >>> bool(np.all(curve.y_smooth_low <= curve.y_smooth_high))
     True
     """
-    check_multi_class(ci_method, CI_METHODS, name="ci_method")
+    check_option("ci_method", ci_method, CI_METHODS)
     if any_dask(y_true, y_proba, sample_weight):
         return dask_smooth_calibration_curve(
             y_true,
