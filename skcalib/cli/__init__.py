@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import MAX_BOOTSTRAP
+from .._validation import MAX_BOOTSTRAP
 
 __all__ = ["main", "build_parser", "read_predictions", "compute_report", "format_table"]
 
@@ -597,9 +597,9 @@ def compute_report(
     """
     from sklearn.metrics import brier_score_loss, log_loss
 
-    from . import metrics
-    from ._backend.binning import relative_weights
-    from ._validation import binary_tasks, check_calibration_inputs
+    from .. import metrics
+    from .._backend.binning import relative_weights
+    from .._validation import binary_tasks, check_calibration_inputs
 
     progress = progress or _Progress(False)
     data = check_calibration_inputs(
@@ -856,7 +856,7 @@ def plot_reliability(curve, path, *, title=None, multi_class=None, pos_label=Non
     """
     from matplotlib.figure import Figure
 
-    from .display import SmoothReliabilityDisplay
+    from ..display import SmoothReliabilityDisplay
 
     fig = Figure(figsize=(6.0, 7.0), layout="constrained")
     ax, dax = fig.subplots(2, 1, sharex=True, height_ratios=[4, 1])
@@ -954,7 +954,7 @@ def build_parser():
         prog="skcalib",
         description="Measure, certify and plot the calibration of a classifier.",
     )
-    from . import __version__
+    from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"skcalib {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -1155,7 +1155,7 @@ def _run_report(args, progress):
     for w in caught:
         progress.note(f"warning: {_one_line(str(w.message))}")
 
-    from . import __version__
+    from .. import __version__
 
     report["skcalib_version"] = __version__
     report["outputs"] = {
