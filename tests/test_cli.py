@@ -710,10 +710,10 @@ def test_csv_empty_label_cell_and_non_numeric_cell_messages(tmp_path):
 
     f = tmp_path / "e.csv"
     f.write_text("label,p\n1,0.2\n,0.3\n")
-    with pytest.raises(InputError, match="empty cell in data row 2"):
+    with pytest.raises(InputError, match="line 3: the label column 'label' has an"):
         read_predictions(f)
     f.write_text("label,p\n1,0.2\n0,abc\n")
-    with pytest.raises(InputError, match="data row 2 holds 'abc'"):
+    with pytest.raises(InputError, match="line 3: column 'p' holds 'abc'"):
         read_predictions(f)
 
 

@@ -51,14 +51,7 @@ from ._report import (
 )
 from ._write import OutputDir
 
-__all__ = [
-    "main",
-    "build_parser",
-    "read_predictions",
-    "compute_report",
-    "format_table",
-    "InputError",
-]
+__all__ = ["main", "build_parser", "read_predictions", "compute_report", "format_table"]
 
 EXIT_OK = 0
 EXIT_USAGE = 2
