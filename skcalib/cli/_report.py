@@ -30,6 +30,8 @@ N_BINS = 15
 # Rows kept in memory: every row up to this many, then a uniform subsample.
 RESERVOIR_ROWS = 200_000
 RESERVOIR_BYTES = 64 << 20
+# Classwise streaming keeps one accumulator per class.
+MAX_STREAMED_TASKS = 64
 
 
 class _Progress:
@@ -280,8 +282,15 @@ class ReportBuilder:
         from .. import metrics
         from .._validation import binary_tasks
 
-        self._streaming = True
         n_tasks = self._bins.shape[0]
+        if n_tasks > MAX_STREAMED_TASKS:
+            # One accumulator (about 5 MB) per one-vs-rest problem.
+            raise InputError(
+                f"--multi-class classwise on more than {self.reservoir_rows} rows "
+                f"handles at most {MAX_STREAMED_TASKS} classes, not "
+                f"{n_tasks}; use --multi-class top-label."
+            )
+        self._streaming = True
         self._accumulators = [
             metrics.CalibrationAccumulator(labels=np.array([0.0, 1.0]), pos_label=1.0)
             for _ in range(n_tasks)
