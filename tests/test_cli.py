@@ -712,10 +712,10 @@ def test_csv_empty_label_cell_and_non_numeric_cell_messages(tmp_path):
 
     f = tmp_path / "e.csv"
     f.write_text("label,p\n1,0.2\n,0.3\n")
-    with pytest.raises(InputError, match="empty cell in data row 2"):
+    with pytest.raises(InputError, match="line 3: the label column 'label' has an"):
         read_predictions(f)
     f.write_text("label,p\n1,0.2\n0,abc\n")
-    with pytest.raises(InputError, match="data row 2 holds 'abc'"):
+    with pytest.raises(InputError, match="line 3: column 'p' holds 'abc'"):
         read_predictions(f)
 
 
@@ -809,3 +809,15 @@ def test_multiclass_table_names_the_notion_of_every_number(tmp_path):
     notions = ("top-label", "canonical", "classwise")
     for row in rows:
         assert any(n in row for n in notions), row
+
+
+def test_nw_bound_refuses_scores_that_were_not_perturbed(tmp_path):
+    # "certified" must never be printed for scores the perturbation did not
+    # produce: the NW bound's assumption would be false.
+    y, p = binary_sample(n=2000, seed=5)
+    f = write_csv(tmp_path / "p.csv", ["y_true", "y_proba"], zip(y, p, strict=True))
+    result = run_cli(
+        "report", f, "--bound", "nw", "--perturbation-scale", "0.015625", *FAST
+    )
+    assert_one_line_error(result, "not perturbed")
+    assert "certified" not in result.stdout

@@ -1,0 +1,818 @@
+"""Assembling the numbers of ``skcalib report``.
+
+:class:`ReportBuilder` takes the predictions chunk by chunk. While they fit
+in its buffer (:data:`RESERVOIR_ROWS` rows) it keeps them all and computes
+every number on the whole sample, exactly as the metric functions do on
+arrays. Past that it streams: SmoothECE and the reliability curve come from
+:class:`skcalib.metrics.CalibrationAccumulator`, the uniform-bin ECE from the
+per-bin sums of :func:`skcalib.metrics.binned_calibration_error` on each
+chunk, the Brier score and the log-loss from running sums -- all exact over
+every row -- while the numbers that need the sample itself (the bootstrap
+interval, quantile bins, ECE-KDE, the certified bound) are computed on a
+uniform random subsample kept by the buffer (a reservoir), and the report
+says so.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from ._read import InputError
+
+__all__ = ["ReportBuilder", "compute_report", "format_table", "plot_reliability"]
+
+# ECE-KDE costs O(n^2 K); above this many rows it is computed on a subsample.
+KDE_MAX_SAMPLES = 20_000
+N_BINS = 15
+# Rows kept in memory: every row up to this many, then a uniform subsample.
+RESERVOIR_ROWS = 200_000
+RESERVOIR_BYTES = 64 << 20
+# Classwise streaming keeps one accumulator per class.
+MAX_STREAMED_TASKS = 64
+
+
+class _Progress:
+    """Progress of long steps on stderr, one line per step."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self._start = None
+        self._open = False
+
+    def start(self, message):
+        self._start = time.perf_counter()
+        if self.enabled:
+            print(f"skcalib: {message} ...", file=sys.stderr, end="", flush=True)
+            self._open = True
+
+    def done(self):
+        if self.enabled:
+            elapsed = time.perf_counter() - self._start
+            print(f" done ({elapsed:.1f} s)", file=sys.stderr, flush=True)
+            self._open = False
+
+    def abort(self):
+        """End an unfinished step line so that an error message starts a line."""
+        if self._open:
+            print(" failed", file=sys.stderr, flush=True)
+            self._open = False
+
+    def note(self, message):
+        if self.enabled:
+            print(f"skcalib: {message}", file=sys.stderr, flush=True)
+
+
+def _float(x):
+    return None if x is None else float(x)
+
+
+def _jsonable(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def _position(values, value):
+    hits = [i for i, v in enumerate(values) if v == value]
+    return hits[0] if hits else None
+
+
+class ReportBuilder:
+    """Every number of ``skcalib report``, from predictions given in chunks.
+
+    Parameters
+    ----------
+    classes : ndarray
+        The distinct labels of the data (sorted); chunks give labels as
+        indices (codes) into it.
+    n_columns : int
+        Number of probability columns (1: probability of the positive class).
+    weighted : bool
+        Whether chunks carry sample weights.
+    pos_label, labels
+        As for the metric functions; ``labels`` is the class of each
+        probability column.
+    describe : str, default=None
+        The columns in use, prefixed to messages about the values.
+    Other parameters
+        As for :func:`compute_report`.
+    """
+
+    def __init__(
+        self,
+        classes,
+        n_columns,
+        *,
+        weighted=False,
+        pos_label=None,
+        labels=None,
+        n_bins=N_BINS,
+        multi_class="top-label",
+        n_bootstrap=200,
+        confidence_level=0.95,
+        bound=None,
+        perturbation_scale=None,
+        delta=0.05,
+        kde_max_samples=KDE_MAX_SAMPLES,
+        random_state=0,
+        n_jobs=None,
+        describe=None,
+        reservoir_rows=None,
+    ):
+        from .._validation import check_calibration_inputs
+
+        self._check = check_calibration_inputs
+        self.describe = describe
+        if bound is not None and weighted:
+            raise InputError(
+                "certified bounds need one row per sample; --sample-weight cannot "
+                "be combined with --bound."
+            )
+        if bound == "nw" and perturbation_scale is None:
+            raise InputError(
+                "--bound nw needs --perturbation-scale H, the scale of the sech "
+                "perturbation that produced the scores."
+            )
+        classes = np.asarray(classes)
+        dummy = (
+            np.full(classes.shape[0], 0.5)
+            if n_columns == 1
+            else np.full((classes.shape[0], n_columns), 1.0 / n_columns)
+        )
+        with self._input_errors():
+            data = check_calibration_inputs(
+                classes, dummy, pos_label=pos_label, labels=labels
+            )
+        self.classes = data.classes  # in the column order
+        self.kind = data.kind
+        self.binary = data.kind == "binary"
+        self.pos_label = data.pos_label if self.binary else None
+        k = len(self.classes)
+        self.n_classes = k
+        self._remap = np.array([_position(self.classes, c) for c in classes.tolist()])
+        self._pos_code = (
+            _position(self.classes, data.pos_label) if self.binary else None
+        )
+        self.class_idx = np.array([0.0, 1.0]) if self.binary else np.arange(k)
+        self.weighted = weighted
+        self.n_bins = n_bins
+        self.multi_class = multi_class
+        self.n_bootstrap = n_bootstrap
+        self.confidence_level = confidence_level
+        self.bound = bound
+        self.perturbation_scale = perturbation_scale
+        self.delta = delta
+        self.kde_max_samples = kde_max_samples
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        if reservoir_rows is None:
+            per_row = 8 * (n_columns + 3)
+            reservoir_rows = max(2, min(RESERVOIR_ROWS, RESERVOIR_BYTES // per_row))
+            if kde_max_samples:
+                reservoir_rows = max(reservoir_rows, kde_max_samples)
+        self.reservoir_rows = int(reservoir_rows)
+        self._rng = np.random.default_rng([int(random_state), 7])
+        self.n_samples = 0
+        self._keys = np.empty(0)
+        self._rows = []  # kept chunks: (row index, y, proba, w)
+        self._kept = None
+        self._streaming = False
+        self._accumulators = None
+        self._sums = np.zeros(3)  # sum w, sum w * brier, sum w * log-loss
+        self._bins = None
+        self._max_weight = 0.0
+
+    # -- input --------------------------------------------------------------
+    def _input_errors(self):
+        builder = self
+
+        class _Wrap:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, typ, exc, tb):
+                if typ is not None and issubclass(typ, ValueError):
+                    if isinstance(exc, InputError):
+                        return False
+                    msg = " ".join(str(exc).split())
+                    if builder.describe:
+                        msg = f"{builder.describe}: {msg}"
+                    raise InputError(msg) from None
+                return False
+
+        return _Wrap()
+
+    def _canonical(self, codes, proba, w):
+        labels = self.classes if self.binary else np.arange(self.n_classes)
+        y = self.classes[self._remap[codes]] if self.binary else self._remap[codes]
+        kw = {} if self.binary else {"labels": labels}
+        if self.binary:
+            kw = {"labels": self.classes, "pos_label": self.pos_label}
+        with self._input_errors():
+            return self._check(y, proba, sample_weight=w, **kw)
+
+    def add(self, codes, proba, sample_weight=None):
+        """Add a chunk: label codes (indices into ``classes``), probabilities
+        and weights."""
+        from .._validation import binary_tasks
+
+        codes = np.asarray(codes)
+        if codes.shape[0] == 0:
+            return self
+        data = self._canonical(codes, proba, sample_weight)
+        w = data.weight if self.weighted else None
+        n = data.n_samples
+        tasks = binary_tasks(data, self.multi_class)
+        self._add_sums(data, w)
+        self._add_bins(tasks, w)
+        if w is not None:
+            self._max_weight = max(self._max_weight, float(w.max(initial=0.0)))
+        start = self.n_samples
+        self.n_samples += n
+        row = np.arange(start, start + n)
+        if not self._streaming and self.n_samples > self.reservoir_rows:
+            self._start_streaming()
+        if self._streaming:
+            self._accumulate(tasks, w)
+        self._keep(row, data.y, data.proba, data.weight)
+        return self
+
+    def _add_sums(self, data, w):
+        from sklearn.metrics import brier_score_loss, log_loss
+
+        kw_w = {"sample_weight": w} if w is not None else {}
+        total = float(w.sum()) if w is not None else float(data.n_samples)
+        if total <= 0:
+            return
+        P = data.proba_matrix()
+        with self._input_errors():
+            brier = brier_score_loss(
+                data.y, data.proba if self.binary else P, labels=self.class_idx, **kw_w
+            )
+            loss = log_loss(data.y, P, labels=self.class_idx, normalize=False, **kw_w)
+        self._sums += (total, brier * total, loss)
+
+    def _add_bins(self, tasks, w):
+        from .. import metrics
+
+        if self._bins is None:
+            self._bins = np.zeros((len(tasks), 3, self.n_bins))
+        for t, (y, s, _) in enumerate(tasks):
+            with self._input_errors():
+                _, table = metrics.binned_calibration_error(
+                    y,
+                    s,
+                    sample_weight=w,
+                    n_bins=self.n_bins,
+                    strategy="uniform",
+                    labels=np.array([0.0, 1.0]),
+                    pos_label=1.0,
+                    return_bins=True,
+                )
+            idx = np.asarray(table["bin"], dtype=int)
+            weight = np.asarray(table["weight"], dtype=float)
+            np.add.at(self._bins[t, 0], idx, weight)
+            np.add.at(self._bins[t, 1], idx, weight * np.asarray(table["mean_label"]))
+            np.add.at(self._bins[t, 2], idx, weight * np.asarray(table["mean_score"]))
+
+    def _start_streaming(self):
+        from .. import metrics
+        from .._validation import binary_tasks
+
+        n_tasks = self._bins.shape[0]
+        if n_tasks > MAX_STREAMED_TASKS:
+            # One accumulator (about 5 MB) per one-vs-rest problem.
+            raise InputError(
+                f"--multi-class classwise on more than {self.reservoir_rows} rows "
+                f"handles at most {MAX_STREAMED_TASKS} classes, not "
+                f"{n_tasks}; use --multi-class top-label."
+            )
+        self._streaming = True
+        self._accumulators = [
+            metrics.CalibrationAccumulator(labels=np.array([0.0, 1.0]), pos_label=1.0)
+            for _ in range(n_tasks)
+        ]
+        # Every row so far is still kept: give them to the accumulators.
+        for _, y, proba, w in self._rows:
+            w = w if self.weighted else None
+            data = self._check(
+                y,
+                proba,
+                sample_weight=w,
+                **(
+                    {"labels": self.classes, "pos_label": self.pos_label}
+                    if self.binary
+                    else {"labels": np.arange(self.n_classes)}
+                ),
+            )
+            self._accumulate(binary_tasks(data, self.multi_class), w)
+
+    def _accumulate(self, tasks, w):
+        for acc, (y, s, _) in zip(self._accumulators, tasks, strict=True):
+            acc.partial_fit(y, s, sample_weight=w)
+
+    def _keep(self, row, y, proba, w):
+        """Keep the rows of smallest random keys: a uniform subsample."""
+        keys = self._rng.random(row.shape[0])
+        self._rows.append((row, y, proba, w))
+        self._keys = np.concatenate([self._keys, keys])
+        if self._keys.shape[0] > self.reservoir_rows:
+            keep = np.sort(
+                np.argpartition(self._keys, self.reservoir_rows - 1)[
+                    : self.reservoir_rows
+                ]
+            )
+            merged = [np.concatenate(a) for a in zip(*self._rows, strict=True)]
+            self._rows = [tuple(a[keep] for a in merged)]
+            self._keys = self._keys[keep]
+
+    def _sample(self):
+        row, y, proba, w = (np.concatenate(a) for a in zip(*self._rows, strict=True))
+        return row, y, proba, w if self.weighted else None
+
+    # -- results ------------------------------------------------------------
+    def finish(self, progress=None):
+        """``(report, curve)``: every number and the smooth reliability curve."""
+        from .. import metrics
+        from .._validation import binary_tasks
+
+        progress = progress or _Progress(False)
+        if self.n_samples == 0:
+            raise InputError("no data rows.")
+        _, y, proba, w = self._sample()
+        m_rows = y.shape[0]
+        streamed = self._streaming
+        if w is not None:
+            top = self._max_weight
+            w = w / top if top > 0 else w
+        kw_w = {"sample_weight": w} if w is not None else {}
+        kw_labels = (
+            {"labels": self.class_idx}
+            if self.binary
+            else {"labels": np.arange(self.n_classes)}
+        )
+        tl = self.multi_class if not self.binary else None
+        report = {
+            "n_samples": int(self.n_samples),
+            "n_classes": int(self.n_classes),
+            "kind": self.kind,
+            "classes": [_jsonable(c) for c in self.classes],
+            "pos_label": _jsonable(self.pos_label) if self.binary else None,
+            "weighted": self.weighted,
+            "multi_class": tl,
+            "subsample": None,
+            "metrics": {},
+        }
+        m = report["metrics"]
+        mc = {"multi_class": self.multi_class}
+        if streamed:
+            report["subsample"] = {
+                "n_samples": int(m_rows),
+                "kind": "uniform random subsample (reservoir) of the rows",
+                "used_for": ["smooth_ece.ci", "binned_ece_quantile", "ece_kde"]
+                + (["calibration_error_bound"] if self.bound else []),
+            }
+
+        # -- smooth ECE -----------------------------------------------------
+        n_boot = self.n_bootstrap
+        progress.start(
+            f"smooth ECE ({n_boot} bootstrap resamples"
+            + (f" of a {m_rows}-row subsample)" if streamed else ")")
+            if n_boot
+            else "smooth ECE"
+        )
+        with self._input_errors():
+            sample_curve = None
+            if not streamed or n_boot:
+                sample_curve = metrics.smooth_calibration_curve(
+                    y,
+                    proba,
+                    n_bootstrap=n_boot,
+                    confidence_level=self.confidence_level,
+                    random_state=self.random_state,
+                    n_jobs=self.n_jobs,
+                    **mc,
+                    **kw_labels,
+                    **kw_w,
+                )
+        if streamed:
+            curves = [acc.calibration_curve() for acc in self._accumulators]
+            cis = (
+                [None] * len(curves)
+                if sample_curve is None
+                else [c.smece_ci for c in _as_list(sample_curve)]
+            )
+            for c, ci in zip(curves, cis, strict=True):
+                c.smece_ci = ci
+                c.confidence_level = self.confidence_level if ci is not None else None
+            if self.binary or self.multi_class == "top-label":
+                curve = curves[0]
+            else:
+                curve = curves
+                for c, label in zip(curves, self.classes, strict=True):
+                    c.label = label
+        else:
+            curve = sample_curve
+        cl = _as_list(curve)
+        value = float(np.mean([c.smece for c in cl]))
+        ci = _mean_ci([c.smece_ci for c in cl])
+        progress.done()
+        m["smooth_ece"] = {
+            "value": value,
+            "sigma": _float(cl[0].sigma) if len(cl) == 1 else None,
+            "ci": ci,
+            "confidence_level": self.confidence_level if n_boot else None,
+            "n_bootstrap": int(n_boot),
+            "ci_n_samples": int(m_rows) if n_boot else None,
+        }
+        if len(cl) > 1:
+            m["smooth_ece"]["sigma_per_class"] = [float(c.sigma) for c in cl]
+
+        # -- binned ECE -----------------------------------------------------
+        progress.start("binned ECE")
+        for strategy in ("uniform", "quantile"):
+            if streamed and strategy == "uniform":
+                v = self._binned_from_sums()
+                used = self.n_samples
+            else:
+                with self._input_errors():
+                    v = metrics.binned_calibration_error(
+                        y,
+                        proba,
+                        n_bins=self.n_bins,
+                        strategy=strategy,
+                        norm="l1",
+                        **mc,
+                        **kw_labels,
+                        **kw_w,
+                    )
+                used = m_rows
+            m[f"binned_ece_{strategy}"] = {
+                "value": _float(v),
+                "n_bins": self.n_bins,
+                "n_samples_used": int(used),
+            }
+        progress.done()
+
+        # -- ECE-KDE --------------------------------------------------------
+        rng = np.random.default_rng(self.random_state)
+        n = m_rows
+        kde_max = self.kde_max_samples
+        sub = None
+        if kde_max and n > kde_max:
+            sub = np.sort(rng.choice(n, size=kde_max, replace=False))
+        used = n if sub is None else kde_max
+        progress.start(
+            "ECE-KDE"
+            + (f" on a subsample of {used} rows" if used < self.n_samples else "")
+        )
+
+        def pick(a):
+            return a if sub is None else a[sub]
+
+        # Risk alignment rather than likelihood: the likelihood bandwidth is
+        # tuned to the density of the scores and is often too small for the L1
+        # plug-in, which is then biased upward.
+        with self._input_errors():
+            kde = metrics.kde_calibration_error(
+                pick(y),
+                pick(proba),
+                p=1,
+                bandwidth="risk",
+                labels=self.class_idx,
+                return_details=True,
+                **({"sample_weight": pick(w)} if w is not None else {}),
+            )
+        progress.done()
+        m["ece_kde"] = {
+            "value": float(kde.value),
+            "p": 1,
+            "multi_class": "canonical",
+            "bandwidth_selector": "risk",
+            "bandwidth": float(kde.bandwidth),
+            "effective_sample_size_min": float(kde.effective_sample_size_min),
+            "effective_sample_size_median": float(kde.effective_sample_size_median),
+            "n_samples_used": int(used),
+        }
+
+        # -- Brier score and log-loss (running sums over every row) ------------
+        total, brier, loss = self._sums
+        if not total > 0:
+            raise InputError("sample_weight must have a positive sum.")
+        m["brier_score"] = {"value": float(brier / total)}
+        m["log_loss"] = {"value": float(loss / total)}
+
+        # -- certified bound ------------------------------------------------
+        if self.bound is not None:
+            data = self._check(y, proba, **kw_labels)
+            ((yb, sb, _),) = binary_tasks(data, "top-label")
+            progress.start(
+                f"certified bound ({self.bound.upper()})"
+                + (f" on a subsample of {m_rows} rows" if streamed else "")
+            )
+            kw = {}
+            if self.bound == "nw":
+                kw["perturbation_scale"] = self.perturbation_scale
+            with self._input_errors():
+                res = metrics.calibration_error_bound(
+                    yb,
+                    sb,
+                    method=self.bound,
+                    delta=self.delta,
+                    random_state=self.random_state,
+                    **kw,
+                )
+            progress.done()
+            m["calibration_error_bound"] = {
+                "method": self.bound,
+                "upper": float(res.upper),
+                "estimate": float(res.estimate),
+                "lower": float(res.lower),
+                "delta": float(self.delta),
+                "perturbation_scale": _float(self.perturbation_scale),
+                "n_splits": int(res.n_splits),
+                "terms": {k: float(v) for k, v in res.terms.items()},
+                "target": "binary" if self.binary else "top-label",
+                "n_samples_used": int(m_rows),
+            }
+        return report, curve
+
+    def _binned_from_sums(self):
+        values = []
+        for weight, wy, ws in self._bins:
+            total = weight.sum()
+            values.append(float(np.abs(wy - ws).sum() / total) if total > 0 else 0.0)
+        return float(np.mean(values))
+
+
+def _as_list(curve):
+    return curve if isinstance(curve, list) else [curve]
+
+
+def _mean_ci(cis):
+    if any(c is None for c in cis):
+        return None
+    if len(cis) == 1:
+        return [_float(cis[0][0]), _float(cis[0][1])]
+    return None
+
+
+def compute_report(
+    y_true,
+    y_proba,
+    *,
+    sample_weight=None,
+    pos_label=None,
+    labels=None,
+    n_bins=N_BINS,
+    multi_class="top-label",
+    n_bootstrap=200,
+    confidence_level=0.95,
+    bound=None,
+    perturbation_scale=None,
+    delta=0.05,
+    kde_max_samples=KDE_MAX_SAMPLES,
+    random_state=0,
+    n_jobs=None,
+    progress=None,
+):
+    """Compute every number of ``skcalib report`` as a JSON-serialisable dict.
+
+    Parameters
+    ----------
+    y_true, y_proba, pos_label, labels
+        As for the metric functions of :mod:`skcalib.metrics`.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Relative weights: they are divided by their maximum, so that every
+        number is the same for weights ``w`` and ``c * w`` and each sample
+        leaves ECE-KDE's leave-one-out whole.
+    n_bins : int, default=15
+        Bins of the binned ECE.
+    multi_class : {"top-label", "classwise"}, default="top-label"
+        Reduction of multiclass input for SmoothECE and the binned ECE.
+    n_bootstrap : int, default=200
+        Bootstrap resamples for the smECE confidence interval (0: none).
+    confidence_level : float, default=0.95
+    bound : {"nw", "tv"} or None, default=None
+        Certified upper bound to compute. Multiclass input is bounded on its
+        top-label (confidence) calibration, which is a binary problem.
+    perturbation_scale : float, default=None
+        Scale ``h`` of the sech perturbation that produced the scores; needed
+        by ``bound="nw"``.
+    delta : float, default=0.05
+        Failure probability of the bound.
+    kde_max_samples : int, default=20000
+        ECE-KDE is computed on a random subsample of at most this many rows.
+    random_state : int, default=0
+    n_jobs : int, default=None
+    progress : _Progress, default=None
+
+    Returns
+    -------
+    report : dict
+        Every number, JSON-serialisable (``report["metrics"]``).
+    curve : SmoothCalibrationCurve or list of SmoothCalibrationCurve
+        The smooth reliability curve behind ``report["metrics"]["smooth_ece"]``
+        (one per class for ``multi_class="classwise"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.cli import compute_report, format_table
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=2000)
+    >>> y = rng.uniform(size=2000) < p ** 2
+    >>> report, curve = compute_report(y, p, n_bootstrap=20, kde_max_samples=500)
+    >>> report["metrics"]["smooth_ece"]["ci"] is not None
+    True
+    >>> print(format_table(report).splitlines()[0])
+    2000 samples, binary, positive label True
+    """
+    y_true = np.asarray(y_true)
+    y_proba = np.asarray(y_proba)
+    if y_true.ndim != 1:
+        raise InputError(f"y_true must be 1-D, got shape {y_true.shape}.")
+    try:
+        classes, codes = np.unique(y_true, return_inverse=True)
+    except TypeError as exc:
+        raise InputError(f"y_true labels cannot be compared: {exc}") from None
+    n = y_true.shape[0]
+    builder = ReportBuilder(
+        classes,
+        1 if y_proba.ndim == 1 else y_proba.shape[1],
+        weighted=sample_weight is not None,
+        pos_label=pos_label,
+        labels=labels,
+        n_bins=n_bins,
+        multi_class=multi_class,
+        n_bootstrap=n_bootstrap,
+        confidence_level=confidence_level,
+        bound=bound,
+        perturbation_scale=perturbation_scale,
+        delta=delta,
+        kde_max_samples=kde_max_samples,
+        random_state=random_state,
+        n_jobs=n_jobs,
+        reservoir_rows=max(n, 2),
+    )
+    builder.add(codes.ravel(), y_proba, sample_weight)
+    return builder.finish(progress)
+
+
+# ---------------------------------------------------------------------------
+# The table and the figure
+# ---------------------------------------------------------------------------
+
+
+def _fmt(x, digits=4):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def format_table(report, *, title=None):
+    """The metrics table printed by ``skcalib report``.
+
+    Parameters
+    ----------
+    report : dict
+        The first output of :func:`compute_report`.
+    title : str, default=None
+        A first line.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.cli import compute_report, format_table
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=400)
+    >>> y = rng.uniform(size=400) < p
+    >>> report, _ = compute_report(y, p, n_bootstrap=0, kde_max_samples=200)
+    >>> "smooth ECE" in format_table(report, title="demo")
+    True
+    """
+    m = report["metrics"]
+    lines = []
+    if title:
+        lines.append(title)
+    kind = report["kind"]
+    if kind == "binary":
+        desc = f"binary, positive label {report['pos_label']!r}"
+    else:
+        desc = f"{report['n_classes']} classes"
+    lines.append(
+        f"{report['n_samples']} samples, {desc}"
+        + (", weighted" if report["weighted"] else "")
+    )
+    lines.append("")
+    tl = "" if kind == "binary" else f", {report['multi_class']}"
+    rows = []
+    sm = m["smooth_ece"]
+    ci = sm["ci"]
+    ci_txt = (
+        f"{int(round(100 * sm['confidence_level']))}% CI [{_fmt(ci[0])}, {_fmt(ci[1])}]"
+        if ci is not None
+        else ""
+    )
+    sig = f"sigma*={_fmt(sm['sigma'], 3)}" if sm["sigma"] is not None else "mean"
+    rows.append((f"smooth ECE ({sig}{tl})", sm["value"], ci_txt))
+    for strategy in ("uniform", "quantile"):
+        b = m[f"binned_ece_{strategy}"]
+        rows.append((f"binned ECE ({b['n_bins']} {strategy} bins{tl})", b["value"], ""))
+    k = m["ece_kde"]
+    note = f"bandwidth {k['bandwidth']:.3g}" if k["bandwidth"] is not None else ""
+    if k["n_samples_used"] < report["n_samples"]:
+        note += f", {k['n_samples_used']} rows"
+    rows.append(("ECE-KDE (canonical, L1)", k["value"], note.lstrip(", ")))
+    # Brier score and log-loss score the whole probability vector.
+    canon = "" if kind == "binary" else " (canonical)"
+    rows.append((f"Brier score{canon}", m["brier_score"]["value"], ""))
+    rows.append((f"log-loss{canon}", m["log_loss"]["value"], ""))
+    if "calibration_error_bound" in m:
+        b = m["calibration_error_bound"]
+        conf = 100 * (1 - b["delta"])
+        btl = "" if kind == "binary" else ", top-label"
+        label = f"certified CE bound ({b['method'].upper()}{btl})"
+        rows.append(
+            (label, b["upper"], f"holds w.p. {conf:g}%, estimate {_fmt(b['estimate'])}")
+        )
+    width = max(len(r[0]) for r in rows)
+    lines.append(f"  {'measure'.ljust(width)}   {'value':>8}")
+    lines.append(f"  {'-' * width}   {'-' * 8}")
+    for name, value, extra in rows:
+        lines.append(f"  {name.ljust(width)}   {_fmt(value):>8}   {extra}".rstrip())
+    if kind != "binary":
+        lines.append("")
+        lines.append(
+            "  top-label: confidence of the predicted class vs. its correctness; "
+            "canonical: the whole probability vector."
+        )
+    sub = report.get("subsample")
+    if sub:
+        lines.append("")
+        lines.append(
+            "note: the smooth ECE interval, the quantile-bin ECE, ECE-KDE"
+            + (" and the bound" if "calibration_error_bound" in m else "")
+            + f" use a uniform random subsample of {sub['n_samples']} of the "
+            f"{report['n_samples']} rows; the other numbers use every row."
+        )
+    return "\n".join(lines)
+
+
+def plot_reliability(
+    curve, fh, *, title=None, multi_class=None, pos_label=None, fmt="png"
+):
+    """Save the smooth reliability diagram of ``curve`` to ``fh``.
+
+    The figure is a bare :class:`matplotlib.figure.Figure` (no pyplot), so the
+    command changes no global matplotlib state and needs no display.
+    """
+    from matplotlib.figure import Figure
+
+    from ..display import SmoothReliabilityDisplay
+
+    curves = _as_list(curve)
+    k = len(curves)
+    fig = Figure(figsize=(6.0 if k == 1 else 3.2 * k, 7.0), layout="constrained")
+    axes = fig.subplots(2, k, sharex=True, height_ratios=[4, 1], squeeze=False)
+
+    def field(name):
+        values = [getattr(c, name, None) for c in curves]
+        return values[0] if k == 1 else values
+
+    kwargs = {}
+    if k > 1:
+        kwargs["class_label"] = [c.label for c in curves]
+    disp = SmoothReliabilityDisplay(
+        scores=field("scores"),
+        y_smooth=field("y_smooth"),
+        density=field("density"),
+        smece=field("smece"),
+        smece_ci=field("smece_ci"),
+        y_smooth_low=field("y_smooth_low"),
+        y_smooth_high=field("y_smooth_high"),
+        sigma=field("sigma"),
+        confidence_level=field("confidence_level"),
+        multi_class=multi_class,
+        pos_label=pos_label,
+        name="predictions",
+        **kwargs,
+    )
+    ax = axes[0, 0] if k == 1 else axes[0, :]
+    dax = axes[1, 0] if k == 1 else axes[1, :]
+    disp.plot(ax=ax, density_panel=dax)
+    # The diagram is drawn with equal aspect; a density panel of matching box
+    # aspect keeps both axes the same width.
+    for a in np.ravel(dax):
+        a.set_box_aspect(0.25)
+    if title:
+        if k == 1:
+            axes[0, 0].set_title(title, fontsize="medium")
+        else:
+            fig.suptitle(title, fontsize="medium")
+    fig.savefig(fh, dpi=110, format=fmt)
