@@ -4,6 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
+from _references import reflected_kernel
 from sklearn.exceptions import NotFittedError
 
 from skcalib.metrics import (
@@ -28,12 +29,8 @@ def _brute_smece(y, s, w, sigma, n_grid=20001):
     r = np.zeros(n_grid)
     resid = w * (y - s) / w.sum()
     for start in range(0, s.shape[0], 400):
-        ss = s[start : start + 400, None]
-        k = np.zeros((ss.shape[0], n_grid))
-        for shift in (-2.0, 0.0, 2.0):
-            for img in (ss + shift, -ss + shift):
-                k += np.exp(-0.5 * ((t - img) / sigma) ** 2)
-        r += resid[start : start + 400] @ k / (sigma * np.sqrt(2 * np.pi))
+        k = reflected_kernel(s[start : start + 400], t, sigma)
+        r += resid[start : start + 400] @ k
     a = np.abs(r)
     return (a.sum() - 0.5 * (a[0] + a[-1])) / (n_grid - 1)
 

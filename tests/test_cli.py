@@ -2,36 +2,14 @@
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import run_cli
 
-REPO = Path(__file__).resolve().parents[1]
 PLOT = ["--bootstrap", "20", "--kde-max-samples", "400", "--quiet"]
 FAST = [*PLOT, "--no-plot"]  # most tests check numbers only
-
-
-def run_cli(*args, cwd=None, env=None, timeout=240):
-    extra = dict(env or {})
-    env = dict(os.environ)
-    # Run the checkout under test, whatever is installed.
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [extra.pop("PYTHONPATH", None), str(REPO), env.get("PYTHONPATH")])
-    )
-    env.update(extra)
-    env.pop("MPLBACKEND", None)
-    return subprocess.run(
-        [sys.executable, "-m", "skcalib", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=timeout,
-    )
 
 
 def write_csv(path, header, rows, delimiter=","):

@@ -18,38 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import REPO, run_cli
 
-REPO = Path(__file__).resolve().parents[1]
 FAST = ["--bootstrap", "20", "--kde-max-samples", "400", "--quiet", "--no-plot"]
 # Address space for hostile-input runs: the imports need about 0.6 GB.
 LIMIT_AS = 1000 << 20
-
-
-def run_cli(*args, cwd=None, env=None, timeout=240, limit_as=None, preexec=None):
-    extra = dict(env or {})
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [extra.pop("PYTHONPATH", None), str(REPO), env.get("PYTHONPATH")])
-    )
-    env.update(extra)
-    env.pop("MPLBACKEND", None)
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-    def pre():
-        if limit_as is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
-        if preexec is not None:
-            preexec()
-
-    return subprocess.run(
-        [sys.executable, "-m", "skcalib", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=timeout,
-        preexec_fn=pre,
-    )
 
 
 def no_pyarrow(tmp_path):

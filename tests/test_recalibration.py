@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _references import reflected_kernel
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.calibration import CalibratedClassifierCV
@@ -50,17 +51,6 @@ from skcalib.metrics import smooth_ece
 # ---------------------------------------------------------------------------
 # Brute-force references: direct reflected-Gaussian kernel sums at the samples.
 # ---------------------------------------------------------------------------
-
-
-def reflected_kernel(t, s, sigma):
-    """K(t, s) = sum_m phi(t - s - 2m) + phi(t + s - 2m) (all relevant images)."""
-    d = np.subtract.outer(t, s)
-    e = np.add.outer(t, s)
-    out = np.zeros_like(d)
-    for m in range(-3, 4):
-        out += np.exp(-0.5 * ((d - 2 * m) / sigma) ** 2)
-        out += np.exp(-0.5 * ((e - 2 * m) / sigma) ** 2)
-    return out / (sigma * np.sqrt(2 * np.pi))
 
 
 def brute_nw(t, y, s, w, sigma):

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _references import reflected_kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq
@@ -18,29 +19,11 @@ from skcalib.metrics import smooth_calibration_curve, smooth_ece
 T_REF = np.linspace(0.0, 1.0, 20001)
 
 
-def _reflected_kernel(t, s, sigma):
-    """K(t, s) = sum_m phi(t - s - 2m) + phi(t + s - 2m) over every image that
-    comes within 12 sigma of the grid (the rest is below 1e-30)."""
-    d = t[:, None] - s[None, :]
-    e = t[:, None] + s[None, :]
-    out = np.zeros_like(d)
-    for arg in (d, e):
-        lo, hi = arg.min(), arg.max()
-        for m in range(
-            int(np.floor((lo - 12 * sigma) / 2)),
-            int(np.ceil((hi + 12 * sigma) / 2)) + 1,
-        ):
-            if hi - 2 * m < -12 * sigma or lo - 2 * m > 12 * sigma:
-                continue
-            out += np.exp(-0.5 * ((arg - 2 * m) / sigma) ** 2)
-    return out / (sigma * np.sqrt(2 * np.pi))
-
-
 def brute_smece_sigma(y, s, w, sigma):
     r = np.zeros_like(T_REF)
     for chunk in range(0, len(s), 200):
         sl = slice(chunk, chunk + 200)
-        r += _reflected_kernel(T_REF, s[sl], sigma) @ (w[sl] * (y[sl] - s[sl]))
+        r += reflected_kernel(T_REF, s[sl], sigma) @ (w[sl] * (y[sl] - s[sl]))
     r /= w.sum()
     return np.trapezoid(np.abs(r), T_REF)
 
@@ -112,7 +95,7 @@ def test_curve_matches_brute_force_nadaraya_watson():
     y, s, w = _data("weighted", n=250, seed=3)
     curve = smooth_calibration_curve(y, s, sample_weight=w)
     t = curve.scores[::16]
-    K = _reflected_kernel(t, s, curve.sigma)
+    K = reflected_kernel(t, s, curve.sigma)
     ref_y = (K @ (w * y)) / (K @ w)
     ref_d = (K @ w) / w.sum()
     np.testing.assert_allclose(curve.y_smooth[::16], ref_y, atol=2e-4)
@@ -292,7 +275,7 @@ def test_classwise_curves():
     for k, c in enumerate(curves):
         yk, sk = (y == c.label).astype(float), P[:, k]
         t = c.scores[::32]
-        K = _reflected_kernel(t, sk, c.sigma)
+        K = reflected_kernel(t, sk, c.sigma)
         np.testing.assert_allclose(c.y_smooth[::32], (K @ yk) / (K @ w), atol=2e-4)
         assert c.smece == pytest.approx(smooth_ece(yk, sk), abs=1e-9)
 
@@ -412,7 +395,7 @@ def population_smece(eta, n_nodes=2000, n_t=1001):
     t = np.linspace(0.0, 1.0, n_t)
 
     def gap(sigma):
-        r = _reflected_kernel(t, s, sigma) @ resid
+        r = reflected_kernel(t, s, sigma) @ resid
         return np.trapezoid(np.abs(r), t) - sigma
 
     return brentq(gap, 1e-3, 0.5, xtol=1e-7)

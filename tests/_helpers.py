@@ -1,0 +1,39 @@
+"""Helpers shared by the test modules (imported by name: pytest puts this
+folder on ``sys.path``)."""
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args, cwd=None, env=None, timeout=240, limit_as=None, preexec=None):
+    """Run ``python -m skcalib`` on the checkout under test (whatever is
+    installed), optionally under an address-space limit."""
+    extra = dict(env or {})
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [extra.pop("PYTHONPATH", None), str(REPO), env.get("PYTHONPATH")])
+    )
+    env.update(extra)
+    env.pop("MPLBACKEND", None)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+    def pre():
+        if limit_as is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+        if preexec is not None:
+            preexec()
+
+    return subprocess.run(
+        [sys.executable, "-m", "skcalib", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        preexec_fn=pre,
+    )
