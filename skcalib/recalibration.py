@@ -109,8 +109,8 @@ default="auto"
         with two classes uses the Beta kernel (the two-class Dirichlet).
     bandwidth : "auto", "smece", "mle", "risk" or float, default="auto"
         Logit maps: ``"auto"`` selects among ``inf``, ``2**-7, ...,
-        2**-1`` and ``0`` by cross-validated log-loss (see Notes); a float
-        > 0 (``np.inf`` allowed) is the standard deviation of the Gaussian
+        2**-1`` and ``0`` by cross-validated log-loss (see the User Guide);
+        a float > 0 (``np.inf`` allowed) is the standard deviation of the Gaussian
         correction kernel in units of the empirical distribution function of
         the scores (``0.1``: a window of about a tenth of the data on each
         side), and ``0`` the most local map, a monotone step function
@@ -192,102 +192,13 @@ default="auto"
 
     Notes
     -----
-    **Input.** ``X`` holds predicted probabilities: an ``(n, K)`` matrix whose
-    rows sum to one (columns in sorted label order), or a 1-D array / single
-    column holding the probability of the positive class of a binary problem.
-    The output has the shape of the input: ``K`` columns that sum to one, or
-    the single column of the recalibrated positive-class probability. Values
-    outside [0, 1] (beyond a 1e-8 tolerance) or rows that do not sum to one are
-    rejected, at fit and at transform time.
-
-    **Labels.** ``y`` holds one label per row. If fewer distinct labels than
-    columns appear (a class absent from the calibration data), the labels must
-    be column indices ``0 .. K - 1``.
-
-    **The logit map.** With ``z`` the log-odds of the score (``log(p + 1e-12)
-    - log(1 - p + 1e-12)``, as in scikit-learn's temperature scaling), the
-    base is ``u = a z`` (temperature), ``u = a z + b`` (Platt) or ``u = a p +
-    b`` (sigmoid), fitted by maximum a posteriori with a half-normal penalty
-    ``max(log a, 0)^2 / 8`` on slopes sharper than the model's own (it keeps
-    ``a`` finite on separable calibration data without shrinking confident
-    predictions) and a wide normal prior (standard deviation 10) on ``b``.
-    The correction ``alpha_k`` at node ``u_k`` maximises the
-    kernel-weighted log-likelihood ``sum_i w_i K_h(F(u_k) - F(u_i)) log p(y_i
-    | expit(u_i + alpha_k))`` plus ``pseudo_count`` observations labelled
-    ``expit(u_k)``, with ``K_h`` Gaussian in the coordinates ``F`` of the
-    empirical distribution function of ``u`` (narrow where the scores are
-    dense, wide in the tails). Nodes sit at up to 129 weighted quantiles of
-    ``u``, the samples are binned onto them linearly, and ``alpha`` is
-    interpolated between nodes (constant beyond the extreme ones). Beyond
-    the most extreme calibration score a binary map is held constant (more
-    confidence there costs little when right and much when wrong), while a
-    multiclass map follows its parametric base, which keeps the order of the
-    classes in a row. The bandwidth ``0`` stands for the
-    monotone step map instead: the node frequencies pooled by adjacent
-    violators (isotonic regression), each block shrunk by ``pseudo_count``
-    observations labelled with its base probability; calibration functions
-    with jumps, which a smooth correction can only blur, get it from the
-    selection. Working in log-odds keeps the resolution
-    where confident models put their scores: a kernel in probability space
-    cannot tell 0.999 from 0.99999, and the log-loss can. In multiclass
-    problems the Platt and sigmoid bases are one-vs-rest fits, renormalised
-    and then scaled by one inverse temperature (fitted with the same
-    penalty): renormalising ``K`` separately fitted columns moves every
-    row's confidence, which no single column's fit can see. The per-class
-    corrections move it again, so a selected map with a correction ends
-    with a second inverse temperature, fitted to that map's out-of-fold
-    output in the selection's first split (fitted to its in-sample output it
-    would reward the corrections' overfitting with sharper rows).
-
-    **Selection (logit).** Every base and bandwidth candidate is scored by
-    stratified 5-fold cross-validated log-loss (repeated up to 4 times on
-    samples of fewer than 4000 rows; multiclass selection uses at most
-    ``2**16`` evenly spaced rows), and the simplest candidate whose score is
-    within two standard errors of the best is kept (the standard error of
-    the mean paired difference of held-out losses; larger bandwidths first,
-    then temperature, Platt, sigmoid, or sigmoid first when at least 10 %
-    of the binary scores are exactly 0 or 1): on a small calibration set the
-    parametric map is kept unless the data clearly ask for more. Folds use
-    a fixed seed, so a fit is deterministic.
-
-    **Leave-one-out bandwidth (grid).** For each candidate ``sigma`` the
-    leave-one-out prediction ``mu_{-i}(s_i)`` is the grid estimator fitted
-    without sample ``i``: the kernel sums at ``s_i`` are linear interpolations
-    of the grid sums, and the share of sample ``i`` in them is known in closed
-    form (its hat weights times the grid kernel between its two nodes), so it
-    is subtracted exactly, in ``O(n + M log M)`` per candidate. Two
-    approximations remain: the kernel is the grid kernel (linear binning, at
-    least 40 grid steps per ``sigma``; relative error ~1e-4 against direct
-    kernel sums), and when a point is so isolated that the remaining kernel
-    mass is below 1e-12 of the peak, its prediction is the label of its nearest
-    neighbour (the exact limit of a Gaussian estimator). Candidates are 13
-    log-spaced values in ``[2**-10, 0.5]``, refined by a bounded Brent search;
-    above ``2**16`` samples the loss is averaged over an evenly spaced subset
-    of the points (their neighbours are still all the points).
-
-    **Leave-one-out bandwidth (canonical).** ``bandwidth="auto"`` minimises
-    the leave-one-out log-loss ``-mean_j log R_{-j}[y_j]`` of the Dirichlet
-    smoother over the candidate grid of
-    :func:`skcalib.metrics.kde_calibration_error` (15 log-spaced values in
-    ``[1e-5, 0.1]`` and 0.2, ..., 1.0), exactly (O(m^2 K) per candidate) on a
-    random subsample of ``m = 3000`` points (fixed seed) when there are more;
-    the bandwidth then suits a sample of that size. ``"mle"`` and ``"risk"``
-    are the ECE-KDE selectors (a density criterion and risk alignment).
-
-    **Where there are no data (grid, canonical).** With ``pseudo_count > 0``
-    the map tends to the even split (1/2, or ``1/K``) far from all
-    calibration data. With
-    ``pseudo_count=0`` it is the ratio of kernel sums where the kernel mass is
-    above 1e-12 of its maximum; elsewhere it is interpolated between the
-    nearest reliable grid nodes (constant beyond the extreme ones), the limit
-    of the exact estimator, and a leave-one-out prediction with no reliable
-    mass is the nearest other sample's label.
-
-    The pseudo-observation is an addition to the plain Nadaraya-Watson map;
-    the leave-one-out criterion includes it (it is part of the estimator).
-
-    ``fit_transform`` returns the in-sample recalibration of the calibration
-    data (not leave-one-out); the labels are never read by :meth:`transform`.
+    ``X`` holds predicted probabilities: an ``(n, K)`` matrix whose rows sum to
+    one (columns in sorted label order), or a 1-D array / single column
+    holding the probability of the positive class; the output has the shape
+    of the input. ``fit_transform`` returns the in-sample recalibration of
+    the calibration data (not leave-one-out); the labels are never read by
+    :meth:`transform`. The logit map, its selection and the leave-one-out
+    bandwidths are described in the :ref:`User Guide <recalibration-details>`.
 
     Examples
     --------
