@@ -146,24 +146,25 @@ def _kde_rows(text):
     return value
 
 
-def _unit_interval(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {value}")
-    return value
+def _ruled_float(rule_name):
+    """An ``argparse`` type: a float that obeys the library's rule for the
+    parameter (one rule for the API and the command line)."""
+    from .._params import RULES
 
+    rule = RULES[rule_name]
 
-def _scale(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {value}")
-    return value
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a number, got {text!r}"
+            ) from None
+        if not rule.accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {rule}, got {value}")
+        return value
+
+    return parse
 
 
 def build_parser():
@@ -252,7 +253,7 @@ def build_parser():
     rep.add_argument(
         "--confidence-level",
         metavar="Q",
-        type=_unit_interval,
+        type=_ruled_float("confidence_level"),
         default=0.95,
         help="level of the bootstrap interval (default: 0.95)",
     )
@@ -268,12 +269,12 @@ def build_parser():
     rep.add_argument(
         "--perturbation-scale",
         metavar="H",
-        type=_scale,
+        type=_ruled_float("scale"),
         help="scale h of the sech perturbation of the scores (for --bound nw)",
     )
     rep.add_argument(
         "--delta",
-        type=_unit_interval,
+        type=_ruled_float("delta"),
         default=0.05,
         help="failure probability of the bound (default: 0.05)",
     )
