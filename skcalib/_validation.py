@@ -16,6 +16,7 @@ import numpy as np
 
 from ._backend.score_grid import off_grid
 from ._params import MAX_BINS, StrOptions, check_param
+from ._params import MAX_BOOTSTRAP as _MAX_BOOTSTRAP
 
 __all__ = [
     "CalibrationData",
@@ -603,8 +604,8 @@ def check_real(
     return value
 
 
-# More bootstrap resamples than this cannot move a percentile interval.
-MAX_BOOTSTRAP = 10**7
+# The largest bootstrap (declared with the other size limits in _params).
+MAX_BOOTSTRAP = _MAX_BOOTSTRAP
 
 
 def check_random_generator(random_state):
@@ -859,10 +860,7 @@ def check_n_jobs(n_jobs):
     """``None`` or a nonzero integer (joblib's convention: -1 = all cores)."""
     if n_jobs is None:
         return None
-    n_jobs = check_int(n_jobs, "n_jobs")
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be None or a nonzero integer; got 0.")
-    return n_jobs
+    return check_param("n_jobs", n_jobs)
 
 
 def as_probability_columns(X):

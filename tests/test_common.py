@@ -236,3 +236,24 @@ def test_same_random_state_same_result(name):
     np.testing.assert_array_equal(a, b)
     c = number(name, call(name, y, p, random_state=4))
     assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize(
+    "func, kwargs, word",
+    [
+        (smooth_ece, {"return_sigma": "no"}, "return_sigma"),
+        (kde_calibration_error, {"return_details": "no"}, "return_details"),
+        (binned_calibration_error, {"debias": 1}, "debias"),
+        (binned_calibration_error, {"n_bins": 10**9}, "n_bins"),
+        (smooth_calibration_curve, {"n_bootstrap": 10**7}, "n_bootstrap"),
+        (kde_calibration_error, {"n_jobs": 2**63, "bandwidth": 0.1}, "n_jobs"),
+        (calibration_error_bound, {"n_jobs": 2**63}, "n_jobs"),
+        (calibration_error_bound, {"n_splits": 10**9}, "n_splits"),
+    ],
+)
+def test_flags_and_sizes_are_checked_before_any_work(func, kwargs, word):
+    # A flag takes True or False only, and a size no machine can hold is
+    # refused by name (n_bootstrap=10**7 would need hundreds of GB).
+    y, p = data()
+    with pytest.raises((ValueError, TypeError), match=word):
+        func(y, p, **kwargs)

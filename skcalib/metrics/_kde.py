@@ -8,6 +8,7 @@ from .._backend.bandwidth import select_dirichlet_bandwidth
 from .._backend.smoothing import dirichlet_nw, kde_error_terms
 from .._validation import (
     binary_tasks,
+    check_bool,
     check_calibration_inputs,
     check_kde_options,
 )
@@ -200,6 +201,7 @@ def kde_calibration_error(
     >>> print(f"{np.mean(np.sum((proba - overconfident) ** 2, axis=1)):.4f}")
     0.0341
     """
+    check_bool(return_details, "return_details")
     p, bandwidth, debias = check_kde_options(
         p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
     )

@@ -14,6 +14,7 @@ from .._backend.resampling import (
 from .._validation import (
     MAX_BOOTSTRAP,
     binary_tasks,
+    check_bool,
     check_calibration_inputs,
     check_int,
     check_n_jobs,
@@ -156,6 +157,7 @@ def smooth_ece(
     >>> smooth_ece(y_over, p) > 0.1
     True
     """
+    check_bool(return_sigma, "return_sigma")
     if any_dask(y_true, y_proba, sample_weight):
         return dask_smooth_ece(
             y_true,
