@@ -29,6 +29,7 @@ from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._backend import perturbation as _backend
+from ._backend.user_warning import record_warnings, warn_once_each
 from ._meta import (
     align_proba_columns,
     copy_fitted_attributes,
@@ -510,9 +511,9 @@ def _fold_scores(base, X, y, train, test, scales, scorer, seed):
     X_train, y_train = _safe_indexing(X, train), _safe_indexing(y, train)
     X_test, y_test = _safe_indexing(X, test), _safe_indexing(y, test)
     frozen = FrozenEstimator(clone(base).fit(X_train, y_train))
-    base_score = scorer(frozen, X_test, y_test)
     base_proba = frozen.predict_proba(X_test)
     known = _KnownProba(frozen, X_test, base_proba)
+    base_score = scorer(known, X_test, y_test)
     scores, probas = [], []
     for scale in scales:
         # One seed for every scale: the draws are coupled through the same
@@ -635,10 +636,16 @@ def select_perturbation_scale(
     splits = list(check_cv(cv, y, classifier=True).split(X, y, groups))
     seeds = rng.integers(0, 2**32 - 1, size=len(splits))
 
-    folds = Parallel(n_jobs=n_jobs)(
-        delayed(_fold_scores)(base, X, y, train, test, scales, scorer, seed)
+    # The base model's own warnings (e.g. scikit-learn's feature-name one)
+    # would otherwise repeat once per split.
+    recorded = Parallel(n_jobs=n_jobs)(
+        delayed(record_warnings)(
+            _fold_scores, base, X, y, train, test, scales, scorer, seed
+        )
         for (train, test), seed in zip(splits, seeds, strict=True)
     )
+    warn_once_each([w for _, records in recorded for w in records])
+    folds = [result for result, _ in recorded]
     base_scores = np.array([f[0] for f in folds], dtype=np.float64)
     scores = np.array([f[2] for f in folds], dtype=np.float64).T
     if not (np.isfinite(base_scores).all() and np.isfinite(scores).all()):

@@ -12,8 +12,6 @@ Both are evaluated on a fixed grid. The bandwidth-free part of the kernel,
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .kernels import SIMPLEX_EPS
@@ -24,6 +22,7 @@ from .smoothing import (
     label_squared_error,
     map_chunks,
 )
+from .user_warning import warn_user
 
 __all__ = ["BANDWIDTH_GRID", "select_dirichlet_bandwidth"]
 
@@ -132,13 +131,11 @@ def select_dirichlet_bandwidth(
     bandwidth = float(grid[best])
     at_edge = best in (0, len(grid) - 1)
     if at_edge and warn:
-        warnings.warn(
+        warn_user(
             f"The {method!r} bandwidth selector chose {bandwidth:g}, an end of the "
             f"grid [{grid[0]:g}, {grid[-1]:g}]; the criterion may keep improving "
             "beyond it (e.g. duplicated scores favour ever smaller bandwidths). "
             "Consider passing a float bandwidth.",
-            UserWarning,
-            stacklevel=2,
         )
     info = {
         "method": method,
