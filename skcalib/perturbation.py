@@ -29,6 +29,7 @@ from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._backend import perturbation as _backend
+from ._backend.progress import Progress
 from ._backend.user_warning import record_warnings, warn_once_each
 from ._meta import (
     align_proba_columns,
@@ -37,8 +38,8 @@ from ._meta import (
     estimator_router,
     route_fit_params,
 )
+from ._params import NoneOr, StrOptions, validate_params
 from ._validation import (
-    check_n_jobs,
     check_probability_array,
     check_random_generator,
     check_real,
@@ -525,6 +526,7 @@ def _fold_scores(base, X, y, train, test, scales, scorer, seed):
     return base_score, base_proba, scores, probas, frozen.classes_
 
 
+@validate_params(bound_method=NoneOr(StrOptions("nw", "lipschitz", "tv")))
 def select_perturbation_scale(
     estimator,
     X,
@@ -539,6 +541,7 @@ def select_perturbation_scale(
     delta=0.05,
     random_state=None,
     n_jobs=None,
+    verbose=0,
 ):
     """Choose the perturbation scale: the largest one that costs little score.
 
@@ -586,6 +589,8 @@ def select_perturbation_scale(
         Seeds the perturbation noise and the bounds' randomness.
     n_jobs : int, default=None
         Splits evaluated in parallel with :class:`joblib.Parallel`.
+    verbose : int, default=0
+        Report progress (splits, then bounds) on stderr when positive.
 
     Returns
     -------
@@ -618,15 +623,7 @@ def select_perturbation_scale(
     from .metrics import calibration_error_bound, get_scorer
 
     scales = _check_scales(2.0 ** -np.arange(3, 10) if scales is None else scales)
-    tolerance = check_real(tolerance, "tolerance", low=0.0)
-    delta = check_real(delta, "delta", low=0.0, high=1.0, include_low=False)
-    if bound_method not in ("nw", "lipschitz", "tv", None):
-        raise ValueError(
-            "bound_method must be 'nw', 'lipschitz', 'tv' or None, got "
-            f"{bound_method!r}."
-        )
     rng = check_random_generator(random_state)
-    check_n_jobs(n_jobs)
     base = _base_of(estimator)
     X, y = indexable(X, y)
     y = np.asarray(y)
@@ -638,12 +635,17 @@ def select_perturbation_scale(
 
     # The base model's own warnings (e.g. scikit-learn's feature-name one)
     # would otherwise repeat once per split.
-    recorded = Parallel(n_jobs=n_jobs)(
-        delayed(record_warnings)(
-            _fold_scores, base, X, y, train, test, scales, scorer, seed
+    with Progress("cross-validation splits", len(splits), verbose) as progress:
+        recorded = list(
+            progress.track(
+                Parallel(n_jobs=n_jobs, return_as="generator")(
+                    delayed(record_warnings)(
+                        _fold_scores, base, X, y, train, test, scales, scorer, seed
+                    )
+                    for (train, test), seed in zip(splits, seeds, strict=True)
+                )
+            )
         )
-        for (train, test), seed in zip(splits, seeds, strict=True)
-    )
     warn_once_each([w for _, records in recorded for w in records])
     folds = [result for result, _ in recorded]
     base_scores = np.array([f[0] for f in folds], dtype=np.float64)
@@ -687,18 +689,23 @@ def select_perturbation_scale(
         )
 
     bound_seed = int(rng.integers(0, 2**32 - 1))
-    bounds = Parallel(n_jobs=n_jobs)(
-        delayed(calibration_error_bound)(
-            y_oof,
-            pooled(k),
-            labels=classes,
-            method=bound_method,
-            perturbation_scale=scale if bound_method != "tv" else None,
-            delta=delta,
-            random_state=bound_seed,
+    with Progress("bounds, one per scale", len(scales), verbose) as progress:
+        bounds = list(
+            progress.track(
+                Parallel(n_jobs=n_jobs, return_as="generator")(
+                    delayed(calibration_error_bound)(
+                        y_oof,
+                        pooled(k),
+                        labels=classes,
+                        method=bound_method,
+                        perturbation_scale=scale if bound_method != "tv" else None,
+                        delta=delta,
+                        random_state=bound_seed,
+                    )
+                    for k, scale in enumerate(scales)
+                )
+            )
         )
-        for k, scale in enumerate(scales)
-    )
     base_bound = calibration_error_bound(
         y_oof,
         pooled(None),

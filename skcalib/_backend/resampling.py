@@ -27,7 +27,17 @@ class BootstrapCurves:
 
 
 def bootstrap_smooth_curves(
-    y, s, w, geometry, *, sigma_curve, fixed_sigma, n_bootstrap, seed, n_jobs=None
+    y,
+    s,
+    w,
+    geometry,
+    *,
+    sigma_curve,
+    fixed_sigma,
+    n_bootstrap,
+    seed,
+    n_jobs=None,
+    progress=None,
 ):
     """Percentile-bootstrap ingredients for the smooth reliability curve.
 
@@ -49,8 +59,12 @@ def bootstrap_smooth_curves(
     moments = moment_columns(w, theta, None if geometry.metric == "l1" else s)
     children = seed.spawn(n_bootstrap)
     n_batches = max(1, min(n_bootstrap, effective_n_jobs(n_jobs)))
+    if progress is not None and progress.enabled:
+        # Smaller batches, so that progress can be reported between them;
+        # each resample keeps its own seed, so the result is the same.
+        n_batches = min(n_bootstrap, 20 * n_batches)
     batches = [b for b in np.array_split(np.arange(n_bootstrap), n_batches) if b.size]
-    parts = Parallel(n_jobs=n_jobs)(
+    parts = Parallel(n_jobs=n_jobs, return_as="generator")(
         delayed(_bootstrap_batch)(
             key,
             moments,
@@ -62,6 +76,9 @@ def bootstrap_smooth_curves(
         )
         for batch in batches
     )
+    if progress is not None:
+        parts = progress.track(parts, steps=[b.size for b in batches])
+    parts = list(parts)
     curves = np.concatenate([p[0] for p in parts], axis=0)
     values = np.concatenate([p[1] for p in parts])
     return BootstrapCurves(curves, values)

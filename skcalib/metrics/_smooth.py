@@ -6,11 +6,13 @@ import numpy as np
 
 from .._backend import smece as _sm
 from .._backend.distributed import any_dask
+from .._backend.progress import Progress
 from .._backend.resampling import (
     CI_METHODS,
     bootstrap_interval,
     bootstrap_smooth_curves,
 )
+from .._params import check_param
 from .._validation import (
     MAX_BOOTSTRAP,
     binary_tasks,
@@ -200,6 +202,7 @@ def smooth_calibration_curve(
     labels=None,
     random_state=None,
     n_jobs=None,
+    verbose=0,
 ):
     """Smooth reliability curve, score density and SmoothECE with bootstrap bands.
 
@@ -234,6 +237,8 @@ def smooth_calibration_curve(
     n_jobs : int, default=None
         Parallel workers for the bootstrap (``joblib``; ``-1`` = all cores).
         Works with any ``joblib.parallel_backend``, e.g. dask.
+    verbose : int, default=0
+        Report the bootstrap's progress on stderr when positive.
 
     Returns
     -------
@@ -316,6 +321,7 @@ def smooth_calibration_curve(
     )
     seeds = check_seed_sequence(random_state).spawn(len(tasks))
     check_n_jobs(n_jobs)
+    verbose = check_param("verbose", verbose)
     curves = []
     for (y, s, w), seed in zip(tasks, seeds, strict=True):
         value, sig, stats = _sm.fit(y, s, w, geometry, sigma)
@@ -324,17 +330,19 @@ def smooth_calibration_curve(
             scores=scores, y_smooth=y_smooth, density=dens, sigma=sig, smece=value
         )
         if n_bootstrap:
-            band = bootstrap_smooth_curves(
-                y,
-                s,
-                w,
-                geometry,
-                sigma_curve=sig,
-                fixed_sigma=sigma,
-                n_bootstrap=n_bootstrap,
-                seed=seed,
-                n_jobs=n_jobs,
-            )
+            with Progress("bootstrap", n_bootstrap, verbose) as progress:
+                band = bootstrap_smooth_curves(
+                    y,
+                    s,
+                    w,
+                    geometry,
+                    sigma_curve=sig,
+                    fixed_sigma=sigma,
+                    n_bootstrap=n_bootstrap,
+                    seed=seed,
+                    n_jobs=n_jobs,
+                    progress=progress,
+                )
             lo, hi = bootstrap_interval(
                 y_smooth, band.curves, confidence_level, ci_method
             )

@@ -1,0 +1,78 @@
+"""Progress of long operations (``verbose``) and the sink the CLI installs."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from skcalib._backend import progress as progress_module
+from skcalib._backend.progress import Progress, progress_sink
+from skcalib.metrics import smooth_calibration_curve
+from skcalib.perturbation import select_perturbation_scale
+
+
+def _data(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(size=n)
+    return (rng.uniform(size=n) < p).astype(int), p
+
+
+def test_silent_by_default(capsys):
+    y, p = _data()
+    smooth_calibration_curve(y, p, n_bootstrap=5, random_state=0)
+    assert capsys.readouterr().err == ""
+
+
+def test_verbose_reports_start_and_end(capsys, monkeypatch):
+    monkeypatch.setitem(progress_module.REPORT_EVERY, 1, 0.0)
+    y, p = _data()
+    smooth_calibration_curve(y, p, n_bootstrap=40, random_state=0, verbose=1)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "[skcalib] bootstrap: 0/40"
+    assert err[-1].startswith("[skcalib] bootstrap: done in ")
+    # Intermediate reports count resamples, in increasing order, below 40.
+    done = [int(line.split(": ")[1].split("/")[0]) for line in err[1:-1]]
+    assert done and done == sorted(done) and max(done) < 40
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_verbose_does_not_change_the_bootstrap(n_jobs):
+    y, p = _data(3000, seed=1)
+    quiet = smooth_calibration_curve(y, p, n_bootstrap=30, random_state=3)
+    loud = smooth_calibration_curve(
+        y, p, n_bootstrap=30, random_state=3, verbose=2, n_jobs=n_jobs
+    )
+    np.testing.assert_array_equal(quiet.y_smooth_low, loud.y_smooth_low)
+    np.testing.assert_array_equal(quiet.smece_bootstrap, loud.smece_bootstrap)
+
+
+def test_sink_receives_every_operation_and_counts_to_total():
+    calls = []
+    y, p = _data()
+    X = np.column_stack([p, np.random.default_rng(2).normal(size=p.size)])
+    with progress_sink(lambda *args: calls.append(args)):
+        select_perturbation_scale(
+            LogisticRegression(), X, y, scales=[0.01, 0.1], cv=3, random_state=0
+        )
+    finished = [c for c in calls if c[4]]
+    assert [c[0] for c in finished] == [
+        "cross-validation splits",
+        "bounds, one per scale",
+    ]
+    assert [(c[1], c[2]) for c in finished] == [(3, 3), (2, 2)]
+
+
+def test_failed_operation_reports_no_end():
+    calls = []
+    with progress_sink(lambda *args: calls.append(args)):
+        with pytest.raises(RuntimeError):
+            with Progress("work", 3) as progress:
+                progress.advance()
+                raise RuntimeError
+    assert not any(c[4] for c in calls)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "yes"])
+def test_bad_verbose_is_named(bad):
+    y, p = _data(200)
+    with pytest.raises((TypeError, ValueError), match="verbose"):
+        smooth_calibration_curve(y, p, verbose=bad)
