@@ -1,11 +1,15 @@
 """Progress of long operations (``verbose``) and the sink the CLI installs."""
 
+import io
+
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
 from skcalib._backend import progress as progress_module
 from skcalib._backend.progress import Progress, progress_sink
+from skcalib.cli import _progress as cli_progress
+from skcalib.cli._progress import StepProgress
 from skcalib.metrics import smooth_calibration_curve
 from skcalib.perturbation import select_perturbation_scale
 
@@ -76,3 +80,37 @@ def test_bad_verbose_is_named(bad):
     y, p = _data(200)
     with pytest.raises((TypeError, ValueError), match="verbose"):
         smooth_calibration_curve(y, p, verbose=bad)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_cli_draws_a_bar_on_a_terminal_only(monkeypatch, terminal):
+    monkeypatch.setattr(cli_progress, "BAR_AFTER", 0.0)
+    monkeypatch.setattr(progress_module, "SINK_EVERY", 0.0)
+    stream = _Terminal() if terminal else io.StringIO()
+    steps = StepProgress(True, stream=stream)
+    y, p = _data()
+    with steps.reporting():
+        steps.start("smooth curve")
+        smooth_calibration_curve(y, p, n_bootstrap=40, random_state=0)
+        steps.done()
+    text = stream.getvalue()
+    assert text.startswith("skcalib: smooth curve ...")
+    assert text.endswith("s)\n") and "done (" in text
+    assert ("bootstrap [" in text) is terminal
+    assert ("\r" in text) is terminal
+
+
+def test_cli_quiet_prints_nothing():
+    stream = _Terminal()
+    steps = StepProgress(False, stream=stream)
+    y, p = _data()
+    with steps.reporting():
+        steps.start("smooth curve")
+        smooth_calibration_curve(y, p, n_bootstrap=10, random_state=0)
+        steps.done()
+    assert stream.getvalue() == ""

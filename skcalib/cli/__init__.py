@@ -27,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .._backend.progress import Progress
 from .._validation import MAX_BOOTSTRAP
+from ._progress import StepProgress
 from ._read import (
     _SUFFIXES,
     InputError,
@@ -44,7 +46,6 @@ from ._report import (
 from ._report import (
     ReportBuilder,
     _jsonable,
-    _Progress,
     compute_report,
     format_table,
     plot_reliability,
@@ -462,8 +463,10 @@ def _run_report(args, progress):
                 **options,
             )
             progress.start(f"reading {args.file}")
-            for codes, proba, weight in pred.chunks():
-                builder.add(codes, proba, weight)
+            with Progress("rows", pred.n_rows) as rows:
+                for codes, proba, weight in pred.chunks():
+                    builder.add(codes, proba, weight)
+                    rows.advance(codes.shape[0])
             progress.done()
             report, curve = builder.finish(progress)
             info = pred.info()
@@ -537,9 +540,10 @@ def main(argv=None):
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     parser = build_parser()
     args = parser.parse_args(argv)
-    progress = _Progress(not args.quiet)
+    progress = StepProgress(not args.quiet)
     try:
-        return args.handler(args, progress)
+        with progress.reporting():
+            return args.handler(args, progress)
     except (InputError, OSError) as exc:
         # Only problems with the input or the files: any other exception
         # (TypeError, ...) is a bug and keeps its traceback.

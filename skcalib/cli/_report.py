@@ -15,11 +15,9 @@ says so.
 
 from __future__ import annotations
 
-import sys
-import time
-
 import numpy as np
 
+from ._progress import StepProgress
 from ._read import InputError
 
 __all__ = ["ReportBuilder", "compute_report", "format_table", "plot_reliability"]
@@ -32,37 +30,6 @@ RESERVOIR_ROWS = 200_000
 RESERVOIR_BYTES = 64 << 20
 # Classwise streaming keeps one accumulator per class.
 MAX_STREAMED_TASKS = 64
-
-
-class _Progress:
-    """Progress of long steps on stderr, one line per step."""
-
-    def __init__(self, enabled):
-        self.enabled = enabled
-        self._start = None
-        self._open = False
-
-    def start(self, message):
-        self._start = time.perf_counter()
-        if self.enabled:
-            print(f"skcalib: {message} ...", file=sys.stderr, end="", flush=True)
-            self._open = True
-
-    def done(self):
-        if self.enabled:
-            elapsed = time.perf_counter() - self._start
-            print(f" done ({elapsed:.1f} s)", file=sys.stderr, flush=True)
-            self._open = False
-
-    def abort(self):
-        """End an unfinished step line so that an error message starts a line."""
-        if self._open:
-            print(" failed", file=sys.stderr, flush=True)
-            self._open = False
-
-    def note(self, message):
-        if self.enabled:
-            print(f"skcalib: {message}", file=sys.stderr, flush=True)
 
 
 def _float(x):
@@ -339,7 +306,7 @@ class ReportBuilder:
         from .. import metrics
         from .._validation import binary_tasks
 
-        progress = progress or _Progress(False)
+        progress = progress or StepProgress(False)
         if self.n_samples == 0:
             raise InputError("no data rows.")
         _, y, proba, w = self._sample()
@@ -608,7 +575,7 @@ def compute_report(
         ECE-KDE is computed on a random subsample of at most this many rows.
     random_state : int, default=0
     n_jobs : int, default=None
-    progress : _Progress, default=None
+    progress : StepProgress, default=None
 
     Returns
     -------
