@@ -177,6 +177,8 @@ class _NJobs:
 MAX_BINS = 10**6
 MAX_BOOTSTRAP = 10**5
 MAX_SPLITS = 1000
+# Rows a generated dataset may have (16 bytes each, before any computing).
+MAX_SAMPLES = 10**9
 # Below this the perturbation is finer than 256 cells of its grid (2**-24),
 # and the datasets' quadrature no longer resolves the kernel.
 MIN_PERTURBATION_SCALE = 2.0**-16
@@ -195,6 +197,7 @@ RULES = {
     "confidence_level": Interval(numbers.Real, 0, 1, closed="neither"),
     "tolerance": Interval(numbers.Real, 0, None),
     "verbose": Interval(numbers.Integral, 0, None),
+    "n_samples": Interval(numbers.Integral, 1, MAX_SAMPLES),
 }
 
 

@@ -20,6 +20,7 @@ from ._params import MAX_BOOTSTRAP as _MAX_BOOTSTRAP
 
 __all__ = [
     "CalibrationData",
+    "check_cv_splits",
     "check_calibration_inputs",
     "binary_tasks",
     "check_probability_matrix",
@@ -854,6 +855,20 @@ def check_kde_options(p, bandwidth, multi_class, debias, root, chunk_size, n_job
         check_int(chunk_size, "chunk_size", min_val=1)
     check_n_jobs(n_jobs)
     return p, bandwidth, bool(debias)
+
+
+def check_cv_splits(cv, X, y, groups=None):
+    """The ``(train, test)`` index pairs of ``cv`` (as ``sklearn.model_selection
+    .check_cv`` with ``classifier=True``), with errors that name ``cv``."""
+    from sklearn.model_selection import check_cv
+
+    try:
+        splits = list(check_cv(cv, y, classifier=True).split(X, y, groups))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"cv={cv!r} gives no usable splits: {exc}") from None
+    if not splits:
+        raise ValueError(f"cv={cv!r} gives no splits.")
+    return splits
 
 
 def check_n_jobs(n_jobs):

@@ -28,7 +28,8 @@ from sklearn.utils import Bunch
 
 from ._backend.kernels import _sech, sech_normalizer
 from ._backend.sech_sampler import sech_sample
-from ._validation import check_int, check_random_generator, check_real
+from ._params import check_param
+from ._validation import check_option, check_random_generator
 
 __all__ = [
     "PROBLEMS",
@@ -65,32 +66,14 @@ _SECH_REACH = 40.0
 
 
 def _check_problem(problem):
-    if problem not in _ETA:
-        raise ValueError(
-            f"problem must be one of {', '.join(map(repr, PROBLEMS))}; got {problem!r}."
-        )
-    return problem
-
-
-# Smallest perturbation scale: the quadrature resolves the kernel on panels
-# no wider than h, so their number (and the memory) grows as 1 / h.
-MIN_PERTURBATION_SCALE = 2.0**-16
+    return check_option("problem", problem, PROBLEMS)
 
 
 def _check_scale(perturbation_scale):
-    if perturbation_scale is None:
-        return None
-    h = check_real(
-        perturbation_scale, "perturbation_scale", low=0.0, high=1.0, include_low=False
-    )
-    if h < MIN_PERTURBATION_SCALE:
-        raise ValueError(
-            f"perturbation_scale must be >= 2**-16 = {MIN_PERTURBATION_SCALE:.3g} "
-            f"(the exact quantities need panels no wider than it), got {h}; "
-            "below it the perturbed problem differs from the unperturbed one "
-            "(perturbation_scale=None) by about the scale itself."
-        )
-    return h
+    # The rule's lower end is also where the quadrature (panels no wider than
+    # the scale, so memory growing as its inverse) stops resolving the kernel.
+    h = check_param("perturbation_scale", perturbation_scale)
+    return None if h is None else float(h)
 
 
 def _panels(width):
@@ -342,7 +325,7 @@ def make_calibration_problem(
     >>> d.y_proba.shape, round(d.calibration_error, 4)
     ((1000,), 0.1667)
     """
-    n_samples = check_int(n_samples, "n_samples", min_val=1)
+    n_samples = check_param("n_samples", n_samples)
     _check_problem(problem)
     h = _check_scale(perturbation_scale)
     rng = check_random_generator(random_state)

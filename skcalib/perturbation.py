@@ -24,7 +24,6 @@ from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
@@ -40,6 +39,7 @@ from ._meta import (
 )
 from ._params import NoneOr, StrOptions, validate_params
 from ._validation import (
+    check_cv_splits,
     check_probability_array,
     check_random_generator,
     check_real,
@@ -630,7 +630,7 @@ def select_perturbation_scale(
     if isinstance(scoring, str) and scoring == "roc_auc" and np.unique(y).size > 2:
         scoring = "roc_auc_ovr"
     scorer = get_scorer(scoring)
-    splits = list(check_cv(cv, y, classifier=True).split(X, y, groups))
+    splits = check_cv_splits(cv, X, y, groups)
     seeds = rng.integers(0, 2**32 - 1, size=len(splits))
 
     # The base model's own warnings (e.g. scikit-learn's feature-name one)

@@ -137,9 +137,15 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="problem"):
         true_calibration_error("x")
     # Below 2**-16 the quadrature would need millions of panels (8 GiB at
-    # 1e-8); the error says what to use instead.
-    with pytest.raises(ValueError, match="perturbation_scale must be >= 2"):
+    # 1e-8); the error gives the range.
+    with pytest.raises(ValueError, match=r"perturbation_scale.*\[2\*\*-16, 1\]"):
         make_calibration_problem(10, perturbation_scale=1e-8)
+    # More rows than memory can hold, refused before allocating.
+    with pytest.raises(ValueError, match="n_samples"):
+        make_calibration_problem(10**12)
+    for bad in (["u2"], {}):
+        with pytest.raises((ValueError, TypeError), match="problem"):
+            make_calibration_problem(10, problem=bad)
     # Scores outside [0, 1] or NaN have no calibration function value.
     for bad in ([1.5], [np.nan]):
         for h in (None, 0.1):

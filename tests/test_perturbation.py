@@ -1068,3 +1068,14 @@ def test_select_scale_rejects_non_finite_fold_scores():
         select_perturbation_scale(
             LogisticRegression(), X[order], y[order], cv=KFold(3), random_state=0
         )
+
+
+@pytest.mark.parametrize("cv", [10**15, [3], {}, "x", 1])
+def test_select_perturbation_scale_names_a_bad_cv(cv):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="cv="):
+        select_perturbation_scale(
+            LogisticRegression(), X, y, cv=cv, scales=[0.1], bound_method=None
+        )
