@@ -195,6 +195,8 @@ RULES = {
     "confidence_level": Interval(numbers.Real, 0, 1, closed="neither"),
     "tolerance": Interval(numbers.Real, 0, None),
     "verbose": Interval(numbers.Integral, 0, None),
+    "return_details": Boolean(),
+    "root": Boolean(),
 }
 
 

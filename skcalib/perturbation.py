@@ -689,6 +689,7 @@ def select_perturbation_scale(
             perturbation_scale=scale if bound_method != "tv" else None,
             delta=delta,
             random_state=bound_seed,
+            return_details=True,
         )
         for k, scale in enumerate(scales)
     )
@@ -699,6 +700,7 @@ def select_perturbation_scale(
         method="tv",
         delta=delta,
         random_state=bound_seed,
+        return_details=True,
     )
     result.update(
         bound_upper=np.array([b.upper for b in bounds]),

@@ -675,7 +675,9 @@ def test_bound_display_from_estimator_reads_the_perturbation_scale():
     )
     np.testing.assert_array_equal(disp.upper, ref.upper)
     # The NW bar certifies these scores at the model's scale.
-    nw = calibration_error_bound(y[2000:], p, method="nw", perturbation_scale=2**-5)
+    nw = calibration_error_bound(
+        y[2000:], p, method="nw", perturbation_scale=2**-5, return_details=True
+    )
     assert disp.upper[1] == pytest.approx(nw.upper, abs=0.05)
     plain = LogisticRegression().fit(X[:2000], y[:2000])
     disp = CalibrationBoundDisplay.from_estimator(plain, X[2000:], y[2000:])

@@ -262,7 +262,7 @@ class ReportBuilder:
             self._bins = np.zeros((len(tasks), 3, self.n_bins))
         for t, (y, s, _) in enumerate(tasks):
             with self._input_errors():
-                _, table = metrics.binned_calibration_error(
+                table = metrics.binned_calibration_error(
                     y,
                     s,
                     sample_weight=w,
@@ -270,13 +270,13 @@ class ReportBuilder:
                     strategy="uniform",
                     labels=np.array([0.0, 1.0]),
                     pos_label=1.0,
-                    return_bins=True,
+                    return_details=True,
                 )
-            idx = np.asarray(table["bin"], dtype=int)
-            weight = np.asarray(table["weight"], dtype=float)
+            idx = np.asarray(table.bin, dtype=int)
+            weight = np.asarray(table.weight, dtype=float)
             np.add.at(self._bins[t, 0], idx, weight)
-            np.add.at(self._bins[t, 1], idx, weight * np.asarray(table["mean_label"]))
-            np.add.at(self._bins[t, 2], idx, weight * np.asarray(table["mean_score"]))
+            np.add.at(self._bins[t, 1], idx, weight * np.asarray(table.mean_label))
+            np.add.at(self._bins[t, 2], idx, weight * np.asarray(table.mean_score))
 
     def _start_streaming(self):
         from .. import metrics
@@ -523,6 +523,7 @@ class ReportBuilder:
                     method=self.bound,
                     delta=self.delta,
                     random_state=self.random_state,
+                    return_details=True,
                     **kw,
                 )
             progress.done()
