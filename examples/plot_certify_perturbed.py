@@ -45,6 +45,7 @@ for method in ("nw", "tv"):
         perturbation_scale=h if method == "nw" else None,
         delta=0.05,
         random_state=0,
+        return_details=True,
     )
     print(
         f"{method}: estimate {bound.estimate:.4f}, "
@@ -123,9 +124,15 @@ print(
 )
 
 bound = calibration_error_bound(
-    y_test, proba, method="nw", perturbation_scale=h, random_state=0
+    y_test,
+    proba,
+    method="nw",
+    perturbation_scale=h,
+    random_state=0,
+    return_details=True,
 )
 print(bound)
+print(bound.terms)
 
 # %%
 # With 200 000 held-out rows the calibration error of the perturbed logistic

@@ -80,11 +80,11 @@ plt.show()
 # :math:`1 - \delta` without any correction.
 h = result.recommended_scale
 final = PerturbedClassifier(model, scale=h, random_state=1).fit(X_train, y_train)
-bound = calibration_error_bound(
+upper = calibration_error_bound(
     y_cert,
     final.predict_proba(X_cert)[:, 1],
     method="nw",
     perturbation_scale=h,
     random_state=0,
 )
-print(f"certified calibration error <= {bound.upper:.4f} with probability 95 %")
+print(f"certified calibration error <= {upper:.4f} with probability 95 %")

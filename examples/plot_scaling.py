@@ -115,8 +115,8 @@ for y_chunk, p_chunk in stream():
     sb.partial_fit(y_chunk, p_chunk)
 for _, p_chunk in stream():
     sb.partial_validate(p_chunk)
-bound = sb.result()
-print(f"true CE {true_ce:.4f} <= certified bound {bound.upper:.4f}")
+upper = sb.result()
+print(f"true CE {true_ce:.4f} <= certified bound {upper:.4f}")
 
 # %%
 # dask arrays and joblib backends

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._backend.score_grid import off_grid
-from ._params import MAX_BINS, StrOptions, check_param
+from ._params import MAX_BINS, Boolean, StrOptions, check_param
 from ._params import MAX_BOOTSTRAP as _MAX_BOOTSTRAP
 
 __all__ = [
@@ -783,10 +783,9 @@ def encode_class_labels(y, *, name="y"):
 
 
 def check_bool(value, name):
-    """``value`` if it is a Python or numpy bool; a TypeError naming it otherwise."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False; got {value!r}.")
-    return bool(value)
+    """``bool(value)`` if it is a Python or numpy bool (the rule
+    :class:`skcalib._params.Boolean`); an error naming it otherwise."""
+    return bool(check_param(name, value, Boolean()))
 
 
 def check_n_bins(n_bins, n_samples):
@@ -802,14 +801,18 @@ def check_n_bins(n_bins, n_samples):
     return check_int(n_bins, "n_bins", min_val=1, max_val=MAX_BINS)
 
 
-def check_binned_options(norm, debias, squared, return_bins=False):
-    """Options of the binned calibration error: ``norm`` and its L2-only flags."""
+def check_binned_options(norm, debias, root, return_details=False):
+    """Options of the binned calibration error: ``norm`` and its L2-only flags
+    (``debias=True`` and ``root=False`` mean something for ``norm="l2"`` only)."""
     check_option("norm", norm, ("l1", "l2", "max"))
-    check_bool(return_bins, "return_bins")
-    for flag, value in (("debias", debias), ("squared", squared)):
-        if check_bool(value, flag) and norm != "l2":
+    check_bool(return_details, "return_details")
+    for flag, value, meaningful in (
+        ("debias", debias, True),
+        ("root", root, False),
+    ):
+        if check_bool(value, flag) == meaningful and norm != "l2":
             raise ValueError(
-                f"{flag}=True is only defined for norm='l2'; got norm={norm!r}."
+                f"{flag}={meaningful} is only defined for norm='l2'; got norm={norm!r}."
             )
 
 

@@ -701,6 +701,7 @@ def select_perturbation_scale(
                         perturbation_scale=scale if bound_method != "tv" else None,
                         delta=delta,
                         random_state=bound_seed,
+                        return_details=True,
                     )
                     for k, scale in enumerate(scales)
                 )
@@ -713,6 +714,7 @@ def select_perturbation_scale(
         method="tv",
         delta=delta,
         random_state=bound_seed,
+        return_details=True,
     )
     result.update(
         bound_upper=np.array([b.upper for b in bounds]),

@@ -55,10 +55,11 @@ def test_chunks_match_in_memory(weighted):
     s[:5], s[5:10] = 0.0, 1.0  # both ends of the grid
     acc = _fit(y, s, w)
     assert acc.n_samples_ == y.shape[0]
-    value, sigma = acc.smooth_ece(return_sigma=True)
-    ref, ref_sigma = smooth_ece(y, s, sample_weight=w, return_sigma=True)
-    assert abs(value - ref) <= 1e-6
-    assert abs(sigma - ref_sigma) <= 1e-6
+    res = acc.smooth_ece(return_details=True)
+    ref = smooth_ece(y, s, sample_weight=w, return_details=True)
+    assert abs(res.value - ref.value) <= 1e-6
+    assert abs(res.sigma - ref.sigma) <= 1e-6
+    assert res.value == acc.smooth_ece() and res.n_samples == ref.n_samples
     for sig in (0.01, 0.1):
         assert (
             abs(
@@ -125,32 +126,32 @@ def test_binned_exact_on_grid_aligned_edges(norm, n_bins):
     s[n_bins + 1 : 2 * n_bins + 2] = np.clip(e - 1e-7, 0, 1)
     w = rng.exponential(size=s.shape[0])
     acc = _fit(y, s, w)
-    value, bins = acc.binned_calibration_error(
-        n_bins=n_bins, norm=norm, return_bins=True
-    )
+    bins = acc.binned_calibration_error(n_bins=n_bins, norm=norm, return_details=True)
+    value = bins.value
     # documented edges: k / n_bins rounded to a multiple of 2**-16
     edges = np.round(e * 2**16) / 2**16
-    np.testing.assert_array_equal(bins["edges"], edges)
+    np.testing.assert_array_equal(bins.edges, edges)
     if 2**16 % n_bins == 0:
         np.testing.assert_array_equal(edges, e)
     ref = _brute_binned(y.astype(float), s, w, edges, norm)
     assert value == pytest.approx(ref, rel=1e-10, abs=1e-13)
-    assert bins["count"].sum() == s.shape[0]
+    assert bins.count.sum() == s.shape[0]
 
 
 def test_binned_debias_and_counts():
     y, s = _problem(5000, seed=9)
     acc = _fit(y, s)
-    value, bins = acc.binned_calibration_error(
-        n_bins=8, norm="l2", debias=True, squared=True, return_bins=True
+    bins = acc.binned_calibration_error(
+        n_bins=8, norm="l2", debias=True, root=False, return_details=True
     )
+    value = bins.value
     b = np.minimum((s * 8).astype(int), 7)
     gap = [y[b == k].mean() - s[b == k].mean() for k in range(8)]
     cnt = np.bincount(b, minlength=8)
     ybar = np.array([y[b == k].mean() for k in range(8)])
     ref = np.sum(cnt / cnt.sum() * (np.square(gap) - ybar * (1 - ybar) / (cnt - 1)))
     assert value == pytest.approx(ref, rel=1e-9)
-    np.testing.assert_array_equal(bins["count"], cnt)
+    np.testing.assert_array_equal(bins.count, cnt)
 
 
 def _partitions(n_parts=6, n=6000):
@@ -327,7 +328,7 @@ def test_two_pass_terms_match_brute_force_window():
     )
     y, s = d.y_true.astype(float), d.y_proba
     sb = _two_pass(d.y_true, s, h, chunk=700, random_state=0)
-    b = sb.result()
+    b = sb.result(return_details=True)
     M = 2**16
     fold = stream_folds(0, 3000, sb.seed_, 5)
     cell = np.minimum((s * M).astype(int), M - 1)
@@ -367,7 +368,9 @@ def test_two_pass_bound_covers_true_ce(problem, h):
     d = make_calibration_problem(
         200_000, problem=problem, perturbation_scale=h, random_state=11
     )
-    b = _two_pass(d.y_true, d.y_proba, h, chunk=50_000, random_state=0).result()
+    b = _two_pass(d.y_true, d.y_proba, h, chunk=50_000, random_state=0).result(
+        return_details=True
+    )
     assert b.lower <= d.calibration_error <= b.upper
     # Informative, not just <= 1 (the realised-fit terms cost about 0.01 here).
     assert b.upper - d.calibration_error < 0.045
@@ -385,7 +388,7 @@ def test_two_pass_bound_coverage_over_seeds():
         )
         b = _two_pass(
             d.y_true, d.y_proba, h, chunk=30_000, random_state=seed, delta=0.05
-        ).result()
+        ).result(return_details=True)
         misses += not (b.lower <= d.calibration_error <= b.upper)
     assert misses == 0  # expected misses are well below 1 (the bound is loose)
 
@@ -405,8 +408,8 @@ def test_two_pass_partitions_merge():
     a2 = pickle.loads(pickle.dumps(a))
     a.partial_validate(s[15_000:], start=15_000)
     a2.partial_validate(s[:15_000], start=0)
-    res = a.merge(a2).result()
-    ref = whole.result()
+    res = a.merge(a2).result(return_details=True)
+    ref = whole.result(return_details=True)
     np.testing.assert_array_equal(a.window_cells_, whole.window_cells_)
     assert res.upper == pytest.approx(ref.upper, rel=1e-10)
     assert res.lower == pytest.approx(ref.lower, rel=1e-10)
@@ -418,10 +421,10 @@ def test_two_pass_errors():
         sb.partial_validate([0.5])
     sb.partial_fit([0, 1] * 50, np.arange(100) / 128)
     with pytest.raises(NotFittedError):
-        sb.result()
+        sb.result(return_details=True)
     sb.partial_validate(np.arange(60) / 128)
     with pytest.raises(ValueError, match="same stream"):
-        sb.result()
+        sb.result(return_details=True)
     with pytest.raises(ValueError, match="pass 1"):
         sb.partial_fit([0, 1], [0.2, 0.3])
     with pytest.raises(ValueError, match="perturbation_scale"):
@@ -482,7 +485,7 @@ def test_tv_validation_terms_match_isotonic_reference():
         max_train=8_000,
         random_state=2,
     )
-    b = sb.result()
+    b = sb.result(return_details=True)
     from skcalib._backend.distributed import stream_priority
 
     fold = stream_folds(0, 20_000, sb.seed_, 5)
@@ -518,7 +521,7 @@ def test_tv_two_pass_bound_covers_true_ce(problem, assume):
         assume=assume,
         max_train=60_000,
         random_state=0,
-    ).result()
+    ).result(return_details=True)
     assert b.lower <= d.calibration_error <= b.upper
     assert b.upper < 0.5
     assert set(b.terms) == {

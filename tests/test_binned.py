@@ -23,15 +23,15 @@ def test_hand_computed_small_case():
     l2 = np.sqrt(0.6 * g0**2 + 0.4 * g1**2)
     assert binned_calibration_error(y, p, n_bins=2, norm="l2") == pytest.approx(l2)
     assert binned_calibration_error(
-        y, p, n_bins=2, norm="l2", squared=True
+        y, p, n_bins=2, norm="l2", root=False
     ) == pytest.approx(l2**2)
 
 
 def test_score_one_is_in_last_bin():
     # A score of exactly 1.0 must not be dropped or put in an extra bin.
-    _, bins = binned_calibration_error([1, 1], [0.95, 1.0], n_bins=10, return_bins=True)
-    np.testing.assert_array_equal(bins["bin"], [9])
-    np.testing.assert_array_equal(bins["count"], [2])
+    bins = binned_calibration_error([1, 1], [0.95, 1.0], n_bins=10, return_details=True)
+    np.testing.assert_array_equal(bins.bin, [9])
+    np.testing.assert_array_equal(bins.count, [2])
 
 
 def test_weighted_equals_repetition():
@@ -79,10 +79,10 @@ def test_debiased_l2_is_unbiased_at_perfect_calibration():
     for _ in range(200):
         p = rng.uniform(size=300)
         y = (rng.uniform(size=300) < p).astype(int)
-        plug.append(binned_calibration_error(y, p, norm="l2", squared=True, n_bins=10))
+        plug.append(binned_calibration_error(y, p, norm="l2", root=False, n_bins=10))
         deb.append(
             binned_calibration_error(
-                y, p, norm="l2", squared=True, n_bins=10, debias=True
+                y, p, norm="l2", root=False, n_bins=10, debias=True
             )
         )
     se = np.std(deb) / np.sqrt(len(deb))
@@ -104,7 +104,7 @@ def test_debiased_l2_converges_to_truth():
         y = (rng.uniform(size=400) < p**2).astype(int)
         vals.append(
             binned_calibration_error(
-                y, p, norm="l2", squared=True, n_bins=10, debias=True
+                y, p, norm="l2", root=False, n_bins=10, debias=True
             )
         )
     assert np.mean(vals) == pytest.approx(truth, abs=3 * np.std(vals) / 10)
@@ -122,10 +122,17 @@ def test_multiclass_classwise_and_top_label():
         [binned_calibration_error((y == k).astype(int), P[:, k]) for k in range(3)]
     )
     assert binned_calibration_error(y, P, multi_class="classwise") == pytest.approx(cw)
-    _, tables = binned_calibration_error(
-        y, P, multi_class="classwise", return_bins=True
-    )
-    assert len(tables) == 3
+    res = binned_calibration_error(y, P, multi_class="classwise", return_details=True)
+    assert len(res.edges) == len(res.count) == 3 and list(res.classes) == [0, 1, 2]
+    # each class's table and value are those of its one-vs-rest problem
+    for k in range(3):
+        one = binned_calibration_error(
+            (y == k).astype(int), P[:, k], return_details=True
+        )
+        assert res.class_values[k] == one.value
+        np.testing.assert_array_equal(res.count[k], one.count)
+        np.testing.assert_array_equal(res.mean_score[k], one.mean_score)
+    assert res.value == pytest.approx(res.class_values.mean(), abs=1e-15)
 
 
 @pytest.mark.parametrize(
@@ -137,10 +144,11 @@ def test_multiclass_classwise_and_top_label():
         (dict(strategy="kmeans"), "strategy"),
         (dict(norm="l3"), "norm"),
         (dict(debias=True), "debias"),
-        (dict(squared=True, norm="max"), "squared"),
-        (dict(debias="yes", norm="l2"), "debias must be True or False"),
-        (dict(squared=1, norm="l2"), "squared must be True or False"),
-        (dict(return_bins="no"), "return_bins must be True or False"),
+        (dict(root=False, norm="max"), "root=False is only defined for norm='l2'"),
+        (dict(root=False, norm="l1"), "root=False is only defined for norm='l2'"),
+        (dict(debias="yes", norm="l2"), "'debias' parameter must be a bool"),
+        (dict(root=1, norm="l2"), "'root' parameter must be a bool"),
+        (dict(return_details="no"), "'return_details' parameter must be a bool"),
     ],
 )
 def test_bad_parameters(kwargs, match):
@@ -182,7 +190,7 @@ def test_debiased_l2_reads_weights_as_frequencies():
     rng = np.random.default_rng(0)
     s = rng.uniform(size=200)
     y = (rng.uniform(size=200) < s**1.5).astype(int)
-    kw = dict(norm="l2", debias=True, squared=True, n_bins=5)
+    kw = dict(norm="l2", debias=True, root=False, n_bins=5)
     tripled = binned_calibration_error(np.repeat(y, 3), np.repeat(s, 3), **kw)
     got = binned_calibration_error(y, s, sample_weight=np.full(200, 3.0), **kw)
     assert got == pytest.approx(tripled, rel=1e-12)
@@ -193,18 +201,18 @@ def test_quantile_bins_move_continuously_with_the_weights():
     rng = np.random.default_rng(0)
     s = rng.uniform(size=200)
     y = (rng.uniform(size=200) < s).astype(int)
-    kw = dict(n_bins=7, strategy="quantile", return_bins=True)
-    _, ref = binned_calibration_error(y, s, **kw)
+    kw = dict(n_bins=7, strategy="quantile", return_details=True)
+    ref = binned_calibration_error(y, s, **kw)
     np.testing.assert_allclose(
-        ref["edges"], np.percentile(s, 100 * np.linspace(0, 1, 8)), atol=1e-15
+        ref.edges, np.percentile(s, 100 * np.linspace(0, 1, 8)), atol=1e-15
     )
     w = np.ones(200)
     w[0] = 1 + 1e-12  # a negligible change of weight, a negligible change of bins
-    _, near = binned_calibration_error(y, s, sample_weight=w, **kw)
-    np.testing.assert_allclose(near["edges"], ref["edges"], atol=1e-12)
+    near = binned_calibration_error(y, s, sample_weight=w, **kw)
+    np.testing.assert_allclose(near.edges, ref.edges, atol=1e-12)
     w[0] = 0.0  # a zero weight is the same as no row
-    a = binned_calibration_error(y, s, sample_weight=w, **kw)[0]
-    b = binned_calibration_error(y[1:], s[1:], **kw)[0]
+    a = binned_calibration_error(y, s, sample_weight=w, **kw).value
+    b = binned_calibration_error(y[1:], s[1:], **kw).value
     assert a == pytest.approx(b, abs=1e-15)
 
 
@@ -214,9 +222,10 @@ def test_cbrt_bins_count_rows_of_positive_weight(strategy):
     p = rng.uniform(size=200)
     y = (rng.uniform(size=200) < p).astype(int)
     w = np.r_[np.ones(64), np.zeros(136)]
-    kw = dict(n_bins="cbrt", strategy=strategy, return_bins=True)
-    got, bins = binned_calibration_error(y, p, sample_weight=w, **kw)
-    ref, ref_bins = binned_calibration_error(y[:64], p[:64], **kw)
-    assert bins["edges"].shape[0] == 4 + 1  # ceil(64 ** (1/3)) bins
-    assert got == pytest.approx(ref)
-    np.testing.assert_allclose(bins["edges"], ref_bins["edges"])
+    kw = dict(n_bins="cbrt", strategy=strategy, return_details=True)
+    bins = binned_calibration_error(y, p, sample_weight=w, **kw)
+    ref_bins = binned_calibration_error(y[:64], p[:64], **kw)
+    assert bins.edges.shape[0] == 4 + 1  # ceil(64 ** (1/3)) bins
+    assert bins.n_bins == 4
+    assert bins.value == pytest.approx(ref_bins.value)
+    np.testing.assert_allclose(bins.edges, ref_bins.edges)

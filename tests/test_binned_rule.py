@@ -82,15 +82,15 @@ def brute_force_binned(y, s, n_bins, norm="l1", w=None, debias=False):
 
 @pytest.mark.parametrize("n_bins", [3, 5, 10, 12, 15, 20])
 def test_uniform_edges_are_exactly_k_over_B(n_bins):
-    _, bins = binned_calibration_error(
-        [0, 1], [0.2, 0.8], n_bins=n_bins, return_bins=True
+    bins = binned_calibration_error(
+        [0, 1], [0.2, 0.8], n_bins=n_bins, return_details=True
     )
-    edges = bins["edges"]
+    edges = bins.edges
     for k in range(n_bins + 1):
         # the double nearest to k/B: within half an ulp of the fraction
         err = abs(Fraction(float(edges[k])) - Fraction(k, n_bins))
         assert err <= Fraction(np.spacing(edges[k])) / 2
-    np.testing.assert_array_equal(bins["edges"], np.arange(n_bins + 1) / n_bins)
+    np.testing.assert_array_equal(bins.edges, np.arange(n_bins + 1) / n_bins)
 
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
@@ -98,11 +98,11 @@ def test_uniform_edges_are_exactly_k_over_B(n_bins):
 def test_tied_scores_bin_as_calibration_curve(n_bins, strategy):
     y, s = tied_sample()
     prob_true, prob_pred = calibration_curve(y, s, n_bins=n_bins, strategy=strategy)
-    _, bins = binned_calibration_error(
-        y, s, n_bins=n_bins, strategy=strategy, return_bins=True
+    bins = binned_calibration_error(
+        y, s, n_bins=n_bins, strategy=strategy, return_details=True
     )
-    np.testing.assert_allclose(bins["mean_label"], prob_true, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(bins["mean_score"], prob_pred, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(bins.mean_label, prob_true, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(bins.mean_score, prob_pred, rtol=0, atol=1e-12)
     # The ECE computed from scikit-learn's curve, with the bin masses written
     # out from its rule (np.searchsorted(edges[1:-1], s), side="left").
     if strategy == "uniform":
@@ -124,17 +124,17 @@ def test_uniform_bins_match_exact_rational_edges(n_bins, norm):
         np.concatenate([edges, np.nextafter(edges, 2), np.nextafter(edges, -1)]), 0, 1
     )
     y, s = tied_sample(values=np.concatenate([TIES, near]), seed=n_bins)
-    kw = dict(n_bins=n_bins, norm=norm, squared=norm == "l2")
+    kw = dict(n_bins=n_bins, norm=norm, root=norm != "l2")
     ref = brute_force_binned(y, s, n_bins, norm)
     assert binned_calibration_error(y, s, **kw) == pytest.approx(ref, abs=1e-12)
 
 
 def test_zero_in_the_first_bin_and_one_in_the_last():
-    _, bins = binned_calibration_error(
-        [0, 1, 1], [0.0, 1.0, 1.0], n_bins=15, return_bins=True
+    bins = binned_calibration_error(
+        [0, 1, 1], [0.0, 1.0, 1.0], n_bins=15, return_details=True
     )
-    np.testing.assert_array_equal(bins["bin"], [0, 14])
-    np.testing.assert_array_equal(bins["count"], [1, 2])
+    np.testing.assert_array_equal(bins.bin, [0, 14])
+    np.testing.assert_array_equal(bins.count, [1, 2])
 
 
 def test_uniform_assignment_is_the_search_of_the_rule():
@@ -168,12 +168,10 @@ def test_accumulator_bins_tied_scores_as_in_memory(n_bins):
         acc.partial_fit(y[part], s[part])
     for norm in ("l1", "l2", "max"):
         ref = brute_force_binned(y, s, n_bins, norm)
-        got = acc.binned_calibration_error(
-            n_bins=n_bins, norm=norm, squared=norm == "l2"
-        )
+        got = acc.binned_calibration_error(n_bins=n_bins, norm=norm, root=norm != "l2")
         assert got == pytest.approx(ref, abs=1e-12)
     got = acc.binned_calibration_error(
-        n_bins=n_bins, norm="l2", debias=True, squared=True
+        n_bins=n_bins, norm="l2", debias=True, root=False
     )
     assert got == pytest.approx(
         brute_force_binned(y, s, n_bins, "l2", debias=True), abs=1e-12
@@ -189,7 +187,7 @@ def test_dask_binned_equals_in_memory_at_any_weight_scale(scale, n_bins):
     w = rng.integers(1, 5, size=3000) * scale
     yd, sd, wd = (da.from_array(a, chunks=700) for a in (y, s, w))
     for norm, debias in (("l1", False), ("l2", False), ("max", False), ("l2", True)):
-        kw = dict(n_bins=n_bins, norm=norm, debias=debias, squared=norm == "l2")
+        kw = dict(n_bins=n_bins, norm=norm, debias=debias, root=norm != "l2")
         mem = binned_calibration_error(y, s, sample_weight=w, **kw)
         streamed = binned_calibration_error(yd, sd, sample_weight=wd, **kw)
         ref = brute_force_binned(y, s, n_bins, norm, w=w, debias=debias)
@@ -206,7 +204,7 @@ def test_debiased_l2_drops_single_sample_bins(n_bins, seed):
     rng = np.random.default_rng(seed)
     s = rng.uniform(size=30)
     y = (rng.uniform(size=30) < s).astype(int)
-    kw = dict(n_bins=n_bins, norm="l2", debias=True, squared=True)
+    kw = dict(n_bins=n_bins, norm="l2", debias=True, root=False)
     ref = brute_force_binned(y, s, n_bins, "l2", debias=True)
     assert binned_calibration_error(y, s, **kw) == pytest.approx(ref, abs=1e-12)
 
@@ -224,7 +222,7 @@ def test_debiased_l2_is_unbiased_for_bins_of_several_samples():
         y = (rng.uniform(size=40) < eta[idx]).astype(int)
         est.append(
             binned_calibration_error(
-                y, values[idx], n_bins=4, norm="l2", debias=True, squared=True
+                y, values[idx], n_bins=4, norm="l2", debias=True, root=False
             )
         )
     est = np.asarray(est)
@@ -240,8 +238,8 @@ def test_debiased_l2_is_unbiased_for_bins_of_several_samples():
     [
         dict(norm="l1"),
         dict(norm="max"),
-        dict(norm="l2", squared=True),
-        dict(norm="l2", debias=True, squared=True),
+        dict(norm="l2", root=False),
+        dict(norm="l2", debias=True, root=False),
         dict(norm="l2", debias=True),
     ],
 )
@@ -268,3 +266,35 @@ def test_smooth_ece_and_kde_integer_weights_equal_repeated_rows():
         assert kde_calibration_error(
             y, s, p=p, bandwidth=0.1, sample_weight=w
         ) == pytest.approx(kde_calibration_error(ys, ss, p=p, bandwidth=0.1), rel=1e-9)
+
+
+@pytest.mark.parametrize("debias", [False, True])
+def test_root_is_the_square_root_of_the_l2_error(debias):
+    # root=True (the default for norm="l2") is the square root of the mean
+    # squared gap written out above, keeping the sign of a negative debiased
+    # estimate; root=False is the mean squared gap itself.
+    rng = np.random.default_rng(5)
+    for n in (12, 40, 400):
+        s = rng.uniform(size=n)
+        y = (rng.uniform(size=n) < s).astype(float)
+        ref = brute_force_binned(y, s, 6, "l2", debias=debias)
+        kw = dict(n_bins=6, norm="l2", debias=debias)
+        assert binned_calibration_error(y, s, root=False, **kw) == pytest.approx(
+            ref, abs=1e-14
+        )
+        rooted = binned_calibration_error(y, s, **kw)
+        assert rooted == pytest.approx(np.sign(ref) * np.sqrt(abs(ref)), abs=1e-14)
+        assert binned_calibration_error(y, s, root=True, **kw) == rooted
+        res = binned_calibration_error(y, s, return_details=True, root=False, **kw)
+        assert res.root is False and res.value == pytest.approx(ref, abs=1e-14)
+
+
+def test_root_has_no_meaning_for_l1_and_max():
+    y, s = tied_sample()
+    for norm in ("l1", "max"):
+        ref = brute_force_binned(y, s, 10, norm)
+        assert binned_calibration_error(
+            y, s, n_bins=10, norm=norm, root=True
+        ) == pytest.approx(ref, abs=1e-12)
+        with pytest.raises(ValueError, match="root=False is only defined"):
+            binned_calibration_error(y, s, n_bins=10, norm=norm, root=False)

@@ -115,6 +115,7 @@ def test_nw_matches_brute_force(n, n_splits):
         n_splits=n_splits,
         delta=0.1,
         random_state=11,
+        return_details=True,
     )
     fold = folds_like_the_library(n, n_splits, 11)
     uppers, lowers = [], []
@@ -143,6 +144,7 @@ def test_tv_matches_brute_force(variation):
         variation=variation,
         n_splits=n_splits,
         random_state=5,
+        return_details=True,
     )
     fold = folds_like_the_library(n, n_splits, 5)
     uppers, lowers = zip(
@@ -180,7 +182,13 @@ def test_tied_scores_match_brute_force(assume):
     s = np.round(rng.random(n), 1)
     y = (rng.random(n) < s**2).astype(int)
     b = calibration_error_bound(
-        y, s, method="tv", assume=assume, n_splits=n_splits, random_state=2
+        y,
+        s,
+        method="tv",
+        assume=assume,
+        n_splits=n_splits,
+        random_state=2,
+        return_details=True,
     )
     fold = folds_like_the_library(n, n_splits, 2)
     order = np.argsort(s, kind="stable")
@@ -211,6 +219,7 @@ def test_lipschitz_bucket_candidate_matches_brute_force():
         lipschitz=L,
         n_splits=n_splits,
         random_state=1,
+        return_details=True,
     )
     fold = folds_like_the_library(n, n_splits, 1)
     for k, info in enumerate(b.per_fold):
@@ -266,7 +275,11 @@ def coverage(problem, name, n, reps, seed0=0):
             n, problem=problem, perturbation_scale=H, random_state=seed0 + r
         )
         b = calibration_error_bound(
-            d.y_true, d.y_proba, random_state=r, **method_kwargs(name, d)
+            d.y_true,
+            d.y_proba,
+            random_state=r,
+            **method_kwargs(name, d),
+            return_details=True,
         )
         hits += b.lower <= d.calibration_error <= b.upper
         gaps.append(b.upper - d.calibration_error)
@@ -303,7 +316,12 @@ def test_tiny_samples_stay_above_truth(name):
             12, problem="u2", perturbation_scale=H, random_state=100 + r
         )
         b = calibration_error_bound(
-            d.y_true, d.y_proba, n_splits=2, random_state=r, **method_kwargs(name, d)
+            d.y_true,
+            d.y_proba,
+            n_splits=2,
+            random_state=r,
+            **method_kwargs(name, d),
+            return_details=True,
         )
         assert b.upper >= d.calibration_error
         assert b.lower <= d.calibration_error
@@ -316,7 +334,12 @@ def test_nw_tightens_with_n():
             n, problem="u2", perturbation_scale=H, random_state=0
         )
         b = calibration_error_bound(
-            d.y_true, d.y_proba, method="nw", perturbation_scale=H, random_state=0
+            d.y_true,
+            d.y_proba,
+            method="nw",
+            perturbation_scale=H,
+            random_state=0,
+            return_details=True,
         )
         gaps.append(b.upper - d.calibration_error)
         assert 0 <= b.lower <= b.estimate <= b.upper
@@ -337,7 +360,12 @@ def data():
 
 def test_result_object(data):
     b = calibration_error_bound(
-        data.y_true, data.y_proba, method="nw", perturbation_scale=H, random_state=0
+        data.y_true,
+        data.y_proba,
+        method="nw",
+        perturbation_scale=H,
+        random_state=0,
+        return_details=True,
     )
     assert isinstance(b, CalibrationBound)
     assert b.method == "nw" and b.delta == 0.05 and b.n_samples == 3000
@@ -346,26 +374,38 @@ def test_result_object(data):
     assert all(f["delta"] == pytest.approx(0.01) for f in b.per_fold)
     assert all(f["n_valid"] == 600 and f["n_train"] == 2400 for f in b.per_fold)
     text = repr(b)
-    assert "upper" in text and "smoother_error" in text and "bandwidth" in text
+    # One line of scalars; the terms, folds and per-fold arrays stay out.
+    assert text.startswith("CalibrationBound(upper=") and "\n" not in text
+    assert f"upper={b.upper:.4g}," in text and "method='nw'" in text
+    assert "smoother_error" not in text and "bandwidth" not in text
     assert b.upper == pytest.approx(min(f["upper"] for f in b.per_fold))
     assert b.upper == min(1.0, sum(b.terms.values())) and not b.vacuous
 
 
 def test_reproducible_and_parallel(data):
     kw = dict(method="tv", random_state=3)
-    a = calibration_error_bound(data.y_true, data.y_proba, **kw)
+    a = calibration_error_bound(data.y_true, data.y_proba, **kw, return_details=True)
     # Threads keep the test fast; the fold jobs are the same under any backend.
     with parallel_config(backend="threading"):
-        b = calibration_error_bound(data.y_true, data.y_proba, n_jobs=2, **kw)
+        b = calibration_error_bound(
+            data.y_true, data.y_proba, n_jobs=2, **kw, return_details=True
+        )
     assert a.upper == b.upper and a.lower == b.lower
-    c = calibration_error_bound(data.y_true, data.y_proba, method="tv", random_state=4)
+    c = calibration_error_bound(
+        data.y_true, data.y_proba, method="tv", random_state=4, return_details=True
+    )
     assert c.upper != a.upper
 
 
 def test_validation_subsample_size():
     d = make_calibration_problem(200_000, problem="u2", random_state=0)
     b = calibration_error_bound(
-        d.y_true, d.y_proba, method="tv", assume="monotone", random_state=0
+        d.y_true,
+        d.y_proba,
+        method="tv",
+        assume="monotone",
+        random_state=0,
+        return_details=True,
     )
     assert all(f["n_valid"] == 10000 for f in b.per_fold)  # 0.05 n
     assert b.per_fold[0]["fitted_variation"] <= 1.0
@@ -374,21 +414,37 @@ def test_validation_subsample_size():
 def test_string_labels_and_pos_label(data):
     labels = np.where(data.y_true == 1, "yes", "no")
     with pytest.raises(ValueError, match="pos_label"):
-        calibration_error_bound(labels, data.y_proba, method="tv", random_state=0)
+        calibration_error_bound(
+            labels, data.y_proba, method="tv", random_state=0, return_details=True
+        )
     a = calibration_error_bound(
-        labels, data.y_proba, method="tv", pos_label="yes", random_state=0
+        labels,
+        data.y_proba,
+        method="tv",
+        pos_label="yes",
+        random_state=0,
+        return_details=True,
     )
-    b = calibration_error_bound(data.y_true, data.y_proba, method="tv", random_state=0)
+    b = calibration_error_bound(
+        data.y_true, data.y_proba, method="tv", random_state=0, return_details=True
+    )
     assert a.upper == b.upper
     flipped = calibration_error_bound(
-        labels, 1 - data.y_proba, method="tv", pos_label="no", random_state=0
+        labels,
+        1 - data.y_proba,
+        method="tv",
+        pos_label="no",
+        random_state=0,
+        return_details=True,
     )
     assert flipped.estimate == pytest.approx(b.estimate, abs=0.02)
 
 
 def test_inputs_not_modified(data):
     y, s = data.y_true.copy(), data.y_proba.copy()
-    calibration_error_bound(y, s, method="lipschitz", lipschitz=8.0, random_state=0)
+    calibration_error_bound(
+        y, s, method="lipschitz", lipschitz=8.0, random_state=0, return_details=True
+    )
     np.testing.assert_array_equal(y, data.y_true)
     np.testing.assert_array_equal(s, data.y_proba)
 
@@ -447,27 +503,32 @@ def test_inputs_not_modified(data):
 )
 def test_bad_parameters(data, kwargs, exc, match):
     with pytest.raises(exc, match=match):
-        calibration_error_bound(data.y_true, data.y_proba, **kwargs)
+        calibration_error_bound(
+            data.y_true, data.y_proba, **kwargs, return_details=True
+        )
 
 
 def test_bad_data():
     y = np.array([0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0])
     s = np.linspace(0.05, 0.95, 12)
     with pytest.raises(ValueError, match="classes"):
-        calibration_error_bound(np.arange(12) % 3, s)
+        calibration_error_bound(np.arange(12) % 3, s, return_details=True)
     with pytest.raises(ValueError, match=r"y_proba.*\[0, 1\]"):
-        calibration_error_bound(y, s + 0.5)
+        calibration_error_bound(y, s + 0.5, return_details=True)
     s_nan = s.copy()
     s_nan[3] = np.nan
     with pytest.raises(ValueError, match="y_proba"):
-        calibration_error_bound(y, s_nan)
+        calibration_error_bound(y, s_nan, return_details=True)
     with pytest.raises(ValueError, match="inconsistent"):
-        calibration_error_bound(y[:-1], s)
+        calibration_error_bound(y[:-1], s, return_details=True)
     with pytest.raises(ValueError, match="n_splits"):
-        calibration_error_bound(y[:9], s[:9], n_splits=5)
+        calibration_error_bound(y[:9], s[:9], n_splits=5, return_details=True)
     with pytest.raises(ValueError, match="multi_class"):
         calibration_error_bound(
-            np.arange(12) % 3, np.full((12, 3), 1 / 3), multi_class="classwise"
+            np.arange(12) % 3,
+            np.full((12, 3), 1 / 3),
+            multi_class="classwise",
+            return_details=True,
         )
 
 
@@ -476,12 +537,20 @@ def test_multiclass_is_the_top_label_problem():
     P = rng.dirichlet([1, 1, 1], 3000)
     y = np.array([rng.choice(3, p=row) for row in P])
     labels = np.array(["a", "b", "c"])
-    b = calibration_error_bound(labels[y], P, labels=labels, random_state=0)
+    b = calibration_error_bound(
+        labels[y], P, labels=labels, random_state=0, return_details=True
+    )
     correct = (P.argmax(axis=1) == y).astype(int)
-    ref = calibration_error_bound(correct, P.max(axis=1), random_state=0)
+    ref = calibration_error_bound(
+        correct, P.max(axis=1), random_state=0, return_details=True
+    )
     assert b.upper == ref.upper and b.estimate == ref.estimate
     # labels= gives the column order even when a class is missing.
     keep = y != 2
-    c = calibration_error_bound(labels[y][keep], P[keep], labels=labels, random_state=0)
-    ref = calibration_error_bound(correct[keep], P[keep].max(axis=1), random_state=0)
+    c = calibration_error_bound(
+        labels[y][keep], P[keep], labels=labels, random_state=0, return_details=True
+    )
+    ref = calibration_error_bound(
+        correct[keep], P[keep].max(axis=1), random_state=0, return_details=True
+    )
     assert c.upper == ref.upper

@@ -95,7 +95,13 @@ def test_discrete_base_model_perturbed_is_certified(method):
         p = model.predict_proba(X)[:, 1]
         shared = np.all(p * 2**24 == np.rint(p * 2**24))
         b = calibration_error_bound(
-            y, p, method=method, perturbation_scale=h, delta=delta, random_state=seed
+            y,
+            p,
+            method=method,
+            perturbation_scale=h,
+            delta=delta,
+            random_state=seed,
+            return_details=True,
         )
         violations += b.upper < (ce_shared if shared else ce_revealing)
     assert violations <= allowed_violations(reps, delta), violations
@@ -127,7 +133,13 @@ def test_tied_scores_are_certified(assume):
     for seed in range(reps):
         y, s = atom_design(n, np.random.default_rng(seed))
         b = calibration_error_bound(
-            y, s, method="tv", assume=assume, delta=delta, random_state=seed
+            y,
+            s,
+            method="tv",
+            assume=assume,
+            delta=delta,
+            random_state=seed,
+            return_details=True,
         )
         violations += b.upper < ATOM_CE
     assert violations <= allowed_violations(reps, delta), violations
@@ -166,7 +178,7 @@ def test_streaming_nw_bounds_the_realised_fit():
         sb = StreamingCalibrationBound(
             perturbation_scale=h, delta=delta, random_state=seed
         )
-        b = sb.partial_fit(y, s).partial_validate(s).result()
+        b = sb.partial_fit(y, s).partial_validate(s).result(return_details=True)
         fold = stream_folds(0, n, sb.seed_, 5)
         for k, info in enumerate(b.per_fold):
             realised = abs(y[fold != k].mean() - 0.5)
@@ -231,7 +243,7 @@ def test_bound_never_above_one_and_flags_vacuous(n):
     rng = np.random.default_rng(0)
     s = rng.random(n)
     y = (rng.random(n) < s).astype(int)
-    b = calibration_error_bound(y, s, method="tv", random_state=0)
+    b = calibration_error_bound(y, s, method="tv", random_state=0, return_details=True)
     assert 0.0 <= b.upper <= 1.0
     assert all(f["upper"] <= 1.0 for f in b.per_fold)
     assert b.vacuous == (b.upper == 1.0)
@@ -243,7 +255,7 @@ def test_upper_is_smallest_fold_bound():
     rng = np.random.default_rng(5)
     s = rng.random(20_000)
     y = (rng.random(20_000) < s**1.5).astype(int)
-    b = calibration_error_bound(y, s, method="tv", random_state=0)
+    b = calibration_error_bound(y, s, method="tv", random_state=0, return_details=True)
     uppers = [f["upper"] for f in b.per_fold]
     assert b.upper == min(uppers) < np.mean(uppers)
     assert b.lower == max(0.0, max(f["lower"] for f in b.per_fold))
@@ -262,10 +274,12 @@ def test_scores_off_the_perturbation_grid_are_refused(kwargs):
     s = rng.random(2000)
     y = (rng.random(2000) < s).astype(int)
     with pytest.raises(ValueError, match=r"y_proba.*not perturbed.*perturb_proba"):
-        calibration_error_bound(y, s, **kwargs)
+        calibration_error_bound(y, s, **kwargs, return_details=True)
     # A Lipschitz constant given by the user is an assumption on the scores
     # as they are: no grid needed.
-    calibration_error_bound(y, s, method="lipschitz", lipschitz=4.0)
+    calibration_error_bound(
+        y, s, method="lipschitz", lipschitz=4.0, return_details=True
+    )
 
 
 def test_streaming_nw_refuses_scores_off_the_grid():

@@ -356,7 +356,9 @@ def test_tv_bound(tmp_path):
     # brute-force implementation) with the default seed 0.
     from skcalib.metrics import calibration_error_bound
 
-    ref = calibration_error_bound(y, p, method="tv", delta=0.05, random_state=0)
+    ref = calibration_error_bound(
+        y, p, method="tv", delta=0.05, random_state=0, return_details=True
+    )
     assert b["upper"] == pytest.approx(ref.upper, abs=1e-9)
     assert b["estimate"] == pytest.approx(ref.estimate, abs=1e-9)
     assert b["lower"] == pytest.approx(ref.lower, abs=1e-9)
@@ -377,7 +379,9 @@ def test_tv_bound_multiclass_is_top_label(tmp_path):
     from skcalib.metrics import calibration_error_bound
 
     correct = (P.argmax(axis=1) == y).astype(int)
-    ref = calibration_error_bound(correct, P.max(axis=1), method="tv", random_state=0)
+    ref = calibration_error_bound(
+        correct, P.max(axis=1), method="tv", random_state=0, return_details=True
+    )
     assert b["upper"] == pytest.approx(ref.upper, abs=1e-12)
     assert b["estimate"] == pytest.approx(ref.estimate, abs=1e-12)
 
@@ -404,7 +408,7 @@ def test_nw_bound_demo_perturbs_the_model(tmp_path):
 
     y, p = demo_sample(perturbation_scale=2**-6)
     ref = calibration_error_bound(
-        y, p, method="nw", perturbation_scale=2**-6, random_state=0
+        y, p, method="nw", perturbation_scale=2**-6, random_state=0, return_details=True
     )
     assert b["upper"] == pytest.approx(ref.upper, abs=1e-12)
     assert b["estimate"] == pytest.approx(ref.estimate, abs=1e-12)

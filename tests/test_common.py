@@ -53,7 +53,15 @@ METRICS = {
         False,
     ),
     "kde_ece": (kde_calibration_error, {"bandwidth": 0.05}, True, False, False),
-    "bound_tv": (calibration_error_bound, {"random_state": 0}, False, False, True),
+    # with its details, so that the folds' numbers are compared (the upper
+    # bound alone is the vacuous 1 at this sample size)
+    "bound_tv": (
+        calibration_error_bound,
+        {"random_state": 0, "return_details": True},
+        False,
+        False,
+        True,
+    ),
 }
 IDS = list(METRICS)
 
@@ -241,7 +249,7 @@ def test_same_random_state_same_result(name):
 @pytest.mark.parametrize(
     "func, kwargs, word",
     [
-        (smooth_ece, {"return_sigma": "no"}, "return_sigma"),
+        (smooth_ece, {"return_details": "no"}, "return_details"),
         (kde_calibration_error, {"return_details": "no"}, "return_details"),
         (binned_calibration_error, {"debias": 1}, "debias"),
         (binned_calibration_error, {"n_bins": 10**9}, "n_bins"),
@@ -257,3 +265,116 @@ def test_flags_and_sizes_are_checked_before_any_work(func, kwargs, word):
     y, p = data()
     with pytest.raises((ValueError, TypeError), match=word):
         func(y, p, **kwargs)
+
+
+# -- the result convention ------------------------------------------------------
+# name -> (call(y, p, **kw), result class name, attribute equal to the float,
+# the boolean flags of the call)
+
+
+def _accumulated(y, p):
+    from skcalib.metrics import CalibrationAccumulator
+
+    return CalibrationAccumulator().partial_fit(y, p)
+
+
+def _streamed_bound(y, p, **kw):
+    from skcalib.metrics import StreamingCalibrationBound
+
+    sb = StreamingCalibrationBound(method="tv", random_state=0)
+    return sb.partial_fit(y, p).partial_validate(p).result(**kw)
+
+
+RESULTS = {
+    "smooth_ece": (smooth_ece, "SmoothECEResult", "value", ["return_details"]),
+    "binned_ece": (
+        binned_calibration_error,
+        "BinnedCalibrationResult",
+        "value",
+        ["return_details", "debias", "root"],
+    ),
+    "binned_rmsce": (
+        lambda y, p, **kw: binned_calibration_error(y, p, norm="l2", **kw),
+        "BinnedCalibrationResult",
+        "value",
+        ["return_details", "debias", "root"],
+    ),
+    "kde_ece": (
+        lambda y, p, **kw: kde_calibration_error(y, p, bandwidth=0.05, **kw),
+        "KDECalibrationResult",
+        "value",
+        ["return_details", "root"],
+    ),
+    "bound_tv": (
+        lambda y, p, **kw: calibration_error_bound(y, p, random_state=0, **kw),
+        "CalibrationBound",
+        "upper",
+        ["return_details"],
+    ),
+    "accumulator_smooth_ece": (
+        lambda y, p, **kw: _accumulated(y, p).smooth_ece(**kw),
+        "SmoothECEResult",
+        "value",
+        ["return_details"],
+    ),
+    "accumulator_binned": (
+        lambda y, p, **kw: _accumulated(y, p).binned_calibration_error(**kw),
+        "BinnedCalibrationResult",
+        "value",
+        ["return_details", "debias", "root"],
+    ),
+    "streaming_bound": (
+        _streamed_bound,
+        "CalibrationBound",
+        "upper",
+        ["return_details"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(RESULTS))
+def test_float_by_default_details_on_request(name):
+    import dataclasses
+
+    import skcalib.metrics
+
+    func, cls_name, attr, _ = RESULTS[name]
+    y, p = data()
+    value = func(y, p)
+    assert type(value) is float
+    details = func(y, p, return_details=True)
+    assert type(details) is getattr(skcalib.metrics, cls_name)
+    assert getattr(details, attr) == value
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(details, attr, 0.0)
+    # A one-line summary of scalars: no array, table or per-fold dump.
+    text = repr(details)
+    assert text.startswith(f"{cls_name}({attr}=") and text.endswith(")")
+    assert "\n" not in text and len(text) < 200
+    assert "array" not in text and "[" not in text and "{" not in text
+
+
+@pytest.mark.parametrize(
+    "name, flag",
+    [(name, flag) for name, spec in RESULTS.items() for flag in spec[3]],
+)
+@pytest.mark.parametrize("bad", ["no", 1, 0.0, None, np.array([True])])
+def test_flags_take_booleans_only(name, flag, bad):
+    func = RESULTS[name][0]
+    y, p = data()
+    with pytest.raises((ValueError, TypeError), match=f"'{flag}' parameter"):
+        func(y, p, **{flag: bad})
+
+
+@pytest.mark.parametrize(
+    "func, old",
+    [
+        (smooth_ece, "return_sigma"),
+        (binned_calibration_error, "return_bins"),
+        (binned_calibration_error, "squared"),
+    ],
+)
+def test_old_flag_names_are_gone(func, old):
+    y, p = data()
+    with pytest.raises(TypeError, match=old):
+        func(y, p, **{old: True})

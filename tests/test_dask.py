@@ -53,14 +53,16 @@ def test_dask_arrays_equal_numpy(client):
     s_edge[:16] = np.arange(16) / 15
     sd_edge = da.from_array(s_edge, chunks=50_000)
     for n_bins in (15, "cbrt"):
-        got, bins = binned_calibration_error(
-            yd, sd_edge, n_bins=n_bins, norm="l2", sample_weight=wd, return_bins=True
+        bins = binned_calibration_error(
+            yd, sd_edge, n_bins=n_bins, norm="l2", sample_weight=wd, return_details=True
         )
-        ref, ref_bins = binned_calibration_error(
-            y, s_edge, n_bins=n_bins, norm="l2", sample_weight=w, return_bins=True
+        got = bins.value
+        ref_bins = binned_calibration_error(
+            y, s_edge, n_bins=n_bins, norm="l2", sample_weight=w, return_details=True
         )
+        ref = ref_bins.value
         assert got == pytest.approx(ref, rel=1e-10)
-        np.testing.assert_array_equal(bins["count"], ref_bins["count"])
+        np.testing.assert_array_equal(bins.count, ref_bins.count)
     curve = smooth_calibration_curve(yd, sd)
     ref = smooth_calibration_curve(y, s)
     assert abs(curve.smece - ref.smece) < 1e-6
@@ -138,22 +140,29 @@ def test_dask_nw_bound_equals_two_pass_stream(client):
         method="nw",
         perturbation_scale=h,
         random_state=0,
+        return_details=True,
     )
     # same fold hash seed as the dask path draws from random_state=0
     seed = int(np.random.default_rng(0).integers(0, 2**63))
     sb = StreamingCalibrationBound(perturbation_scale=h, random_state=seed)
     sb.partial_fit(d.y_true, d.y_proba).partial_validate(d.y_proba)
-    ref = sb.result()
+    ref = sb.result(return_details=True)
     assert b.upper == pytest.approx(ref.upper, rel=1e-10)
     assert b.lower == pytest.approx(ref.lower, rel=1e-10)
     assert b.lower <= d.calibration_error <= b.upper
     with pytest.raises(ValueError, match="method='nw'"):
         calibration_error_bound(
-            da.from_array(d.y_true), da.from_array(d.y_proba), method="lipschitz"
+            da.from_array(d.y_true),
+            da.from_array(d.y_proba),
+            method="lipschitz",
+            return_details=True,
         )
     with pytest.raises(ValueError, match="perturbation_scale"):
         calibration_error_bound(
-            da.from_array(d.y_true), da.from_array(d.y_proba), method="nw"
+            da.from_array(d.y_true),
+            da.from_array(d.y_proba),
+            method="nw",
+            return_details=True,
         )
 
 
@@ -168,11 +177,12 @@ def test_dask_tv_bound_equals_two_pass_stream(client):
         method="tv",
         assume="monotone",
         random_state=1,
+        return_details=True,
     )
     seed = int(np.random.default_rng(1).integers(0, 2**63))
     sb = StreamingCalibrationBound(method="tv", assume="monotone", random_state=seed)
     sb.partial_fit(d.y_true, d.y_proba).partial_validate(d.y_proba)
-    assert b.upper == pytest.approx(sb.result().upper, rel=1e-10)
+    assert b.upper == pytest.approx(sb.result(return_details=True).upper, rel=1e-10)
     assert b.lower <= d.calibration_error <= b.upper
 
 
@@ -194,7 +204,7 @@ def _n_jobs_paths():
             lambda j: np.array(
                 [
                     calibration_error_bound(
-                        y, s, method="tv", n_jobs=j, random_state=0
+                        y, s, method="tv", n_jobs=j, random_state=0, return_details=True
                     ).upper
                 ]
             ),
@@ -260,6 +270,7 @@ def test_dask_bound_classes_come_from_the_whole_sample(client):
             da.from_array(s, chunks=5000),
             method="tv",
             random_state=0,
+            return_details=True,
         )
     b = calibration_error_bound(
         da.from_array(y, chunks=5000),
@@ -267,11 +278,12 @@ def test_dask_bound_classes_come_from_the_whole_sample(client):
         method="tv",
         pos_label=2,
         random_state=0,
+        return_details=True,
     )
     seed = int(np.random.default_rng(0).integers(0, 2**63))
     ref = StreamingCalibrationBound(method="tv", pos_label=2, random_state=seed)
     ref.partial_fit(y, s).partial_validate(s)
-    assert b.upper == pytest.approx(ref.result().upper, rel=1e-10)
+    assert b.upper == pytest.approx(ref.result(return_details=True).upper, rel=1e-10)
     # pos_label=1 with the scores of label 1, against the stream told so.
     flipped = calibration_error_bound(
         da.from_array(y, chunks=5000),
@@ -279,10 +291,13 @@ def test_dask_bound_classes_come_from_the_whole_sample(client):
         method="tv",
         pos_label=1,
         random_state=0,
+        return_details=True,
     )
     ref = StreamingCalibrationBound(method="tv", pos_label=1, random_state=seed)
     ref.partial_fit(y, 1 - s).partial_validate(1 - s)
-    assert flipped.upper == pytest.approx(ref.result().upper, rel=1e-10)
+    assert flipped.upper == pytest.approx(
+        ref.result(return_details=True).upper, rel=1e-10
+    )
 
 
 def test_dask_metrics_follow_labels_order_and_zero_weight_blocks(client):

@@ -586,6 +586,37 @@ def test_perturbation_display_from_result():
         PerturbationDisplay.from_result(_scale_result(), ax=[ax, ax, ax])
 
 
+def test_perturbation_display_takes_curve_kwargs():
+    # As the reliability displays: the user's keywords win over the defaults,
+    # the rest of the style stays, from every constructor.
+    disp = PerturbationDisplay.from_result(
+        _scale_result(),
+        curve_kwargs={"color": "tab:green", "ls": "--", "label": "mine"},
+        bound_kwargs={"c": "black", "marker": "x"},
+    )
+    assert disp.line_.get_color() == "tab:green"
+    assert disp.line_.get_linestyle() == "--" and disp.line_.get_marker() == "o"
+    assert disp.line_.get_label() == "mine"
+    assert disp.bound_line_.get_color() == "black"
+    assert disp.bound_line_.get_marker() == "x"
+    # the band of the score takes the colour of the curve
+    band = disp.ax_.collections[0]
+    np.testing.assert_allclose(
+        band.get_facecolor()[0][:3], matplotlib.colors.to_rgb("tab:green")
+    )
+    plain = PerturbationDisplay.from_result(_scale_result())
+    assert plain.line_.get_color() == "C0" and plain.bound_line_.get_color() == "C3"
+    for bad in ("red", ["color", "red"]):
+        with pytest.raises(TypeError, match="curve_kwargs"):
+            PerturbationDisplay.from_result(_scale_result(), curve_kwargs=bad)
+    with pytest.raises(TypeError, match="bound_kwargs"):
+        PerturbationDisplay.from_result(_scale_result(), bound_kwargs="red")
+    with pytest.raises(TypeError, match="aliases"):
+        PerturbationDisplay.from_result(
+            _scale_result(), curve_kwargs={"c": "red", "color": "blue"}
+        )
+
+
 def test_perturbation_display_from_estimator():
     from skcalib.perturbation import select_perturbation_scale
 
@@ -675,7 +706,9 @@ def test_bound_display_from_estimator_reads_the_perturbation_scale():
     )
     np.testing.assert_array_equal(disp.upper, ref.upper)
     # The NW bar certifies these scores at the model's scale.
-    nw = calibration_error_bound(y[2000:], p, method="nw", perturbation_scale=2**-5)
+    nw = calibration_error_bound(
+        y[2000:], p, method="nw", perturbation_scale=2**-5, return_details=True
+    )
     assert disp.upper[1] == pytest.approx(nw.upper, abs=0.05)
     plain = LogisticRegression().fit(X[:2000], y[:2000])
     disp = CalibrationBoundDisplay.from_estimator(plain, X[2000:], y[2000:])

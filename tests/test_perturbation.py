@@ -874,7 +874,12 @@ def test_bound_covers_exact_ce_of_perturbed_model(h):
         clf.set_params(random_state=rep).fit(s0[:, None], y)
         s = clf.predict_proba(s0[:, None])[:, 1]
         bound = calibration_error_bound(
-            y, s, method="nw", perturbation_scale=h, random_state=rep
+            y,
+            s,
+            method="nw",
+            perturbation_scale=h,
+            random_state=rep,
+            return_details=True,
         )
         uppers.append(bound.upper)
         estimates.append(bound.estimate)
@@ -889,7 +894,7 @@ def _manual_bound(y, proba, **kwargs):
     from skcalib.metrics import calibration_error_bound
 
     return calibration_error_bound(
-        y, proba, delta=0.05, n_splits=5, random_state=0, **kwargs
+        y, proba, delta=0.05, n_splits=5, random_state=0, **kwargs, return_details=True
     ).upper
 
 
@@ -1042,7 +1047,12 @@ def test_perturbed_datasets_problem_kernel_and_coverage(problem):
         pit = ref_sech_cdf(s, data.scores_orig, h)
         assert stats.kstest(pit, "uniform").pvalue > 1e-4
         bound = calibration_error_bound(
-            data.y_true, s, method="nw", perturbation_scale=h, random_state=rep
+            data.y_true,
+            s,
+            method="nw",
+            perturbation_scale=h,
+            random_state=rep,
+            return_details=True,
         )
         covered.append(bound.lower <= ce <= bound.upper)
         uppers.append(bound.upper)

@@ -140,13 +140,15 @@ def test_multiclass_reductions():
     cw = smooth_ece(y, P, multi_class="classwise")
     ref = np.mean([smooth_ece((y == k).astype(int), P[:, k]) for k in range(4)])
     assert cw == pytest.approx(ref)
-    val, sig = smooth_ece(y, P, multi_class="classwise", return_sigma=True)
-    assert sig.shape == (4,)
-    assert val == pytest.approx(ref)
+    res = smooth_ece(y, P, multi_class="classwise", return_details=True)
+    assert res.sigma.shape == (4,) and res.multi_class == "classwise"
+    assert res.value == cw
     # Each class's sigma* is the fixed point sigma = smECE_sigma of its own
     # one-vs-rest problem (the binary root is checked by brute force above).
     per_class = [smooth_ece((y == k).astype(int), P[:, k]) for k in range(4)]
-    np.testing.assert_allclose(sig, per_class, atol=1e-9)
+    np.testing.assert_allclose(res.sigma, per_class, atol=1e-9)
+    np.testing.assert_array_equal(res.class_values, per_class)
+    np.testing.assert_array_equal(res.classes, np.arange(4))
 
 
 # ---------------------------------------------------------------------------

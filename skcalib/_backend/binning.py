@@ -176,15 +176,3 @@ def binned_error_value(table, norm, debias, squared):
     if norm == "l2" and not squared:
         v = float(np.sign(v) * np.sqrt(abs(v)))
     return v
-
-
-def table_as_dict(table):
-    """The public per-bin table returned with ``return_bins=True``."""
-    return {
-        "edges": table.edges,
-        "bin": table.index,
-        "weight": table.weight,
-        "count": table.count,
-        "mean_label": table.mean_label,
-        "mean_score": table.mean_score,
-    }

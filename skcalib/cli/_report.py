@@ -192,9 +192,8 @@ class ReportBuilder:
         data = self._canonical(codes, proba, sample_weight)
         w = data.weight if self.weighted else None
         n = data.n_samples
-        tasks = binary_tasks(data, self.multi_class)
         self._add_sums(data, w)
-        self._add_bins(tasks, w)
+        self._add_bins(data, w)
         if w is not None:
             self._max_weight = max(self._max_weight, float(w.max(initial=0.0)))
         start = self.n_samples
@@ -203,7 +202,7 @@ class ReportBuilder:
         if not self._streaming and self.n_samples > self.reservoir_rows:
             self._start_streaming()
         if self._streaming:
-            self._accumulate(tasks, w)
+            self._accumulate(binary_tasks(data, self.multi_class), w)
         self._keep(row, data.y, data.proba, data.weight)
         return self
 
@@ -222,28 +221,34 @@ class ReportBuilder:
             loss = log_loss(data.y, P, labels=self.class_idx, normalize=False, **kw_w)
         self._sums += (total, brier * total, loss)
 
-    def _add_bins(self, tasks, w):
+    def _add_bins(self, data, w):
+        """Add the chunk's per-bin sums (uniform bins), from the bin table of
+        :func:`skcalib.metrics.binned_calibration_error`."""
         from .. import metrics
 
+        with self._input_errors():
+            res = metrics.binned_calibration_error(
+                data.y,
+                data.proba,
+                sample_weight=w,
+                n_bins=self.n_bins,
+                strategy="uniform",
+                multi_class=self.multi_class,
+                labels=self.class_idx,
+                return_details=True,
+            )
+        tables = zip(res.bin, res.weight, res.mean_label, res.mean_score, strict=True)
+        if res.class_values is None:
+            tables = [(res.bin, res.weight, res.mean_label, res.mean_score)]
+        tables = list(tables)
         if self._bins is None:
-            self._bins = np.zeros((len(tasks), 3, self.n_bins))
-        for t, (y, s, _) in enumerate(tasks):
-            with self._input_errors():
-                _, table = metrics.binned_calibration_error(
-                    y,
-                    s,
-                    sample_weight=w,
-                    n_bins=self.n_bins,
-                    strategy="uniform",
-                    labels=np.array([0.0, 1.0]),
-                    pos_label=1.0,
-                    return_bins=True,
-                )
-            idx = np.asarray(table["bin"], dtype=int)
-            weight = np.asarray(table["weight"], dtype=float)
+            self._bins = np.zeros((len(tables), 3, self.n_bins))
+        for t, (idx, weight, mean_label, mean_score) in enumerate(tables):
+            idx = np.asarray(idx, dtype=int)
+            weight = np.asarray(weight, dtype=float)
             np.add.at(self._bins[t, 0], idx, weight)
-            np.add.at(self._bins[t, 1], idx, weight * np.asarray(table["mean_label"]))
-            np.add.at(self._bins[t, 2], idx, weight * np.asarray(table["mean_score"]))
+            np.add.at(self._bins[t, 1], idx, weight * np.asarray(mean_label))
+            np.add.at(self._bins[t, 2], idx, weight * np.asarray(mean_score))
 
     def _start_streaming(self):
         from .. import metrics
@@ -304,7 +309,6 @@ class ReportBuilder:
     def finish(self, progress=None):
         """``(report, curve)``: every number and the smooth reliability curve."""
         from .. import metrics
-        from .._validation import binary_tasks
 
         progress = progress or StepProgress(False)
         if self.n_samples == 0:
@@ -474,8 +478,6 @@ class ReportBuilder:
 
         # -- certified bound ------------------------------------------------
         if self.bound is not None:
-            data = self._check(y, proba, **kw_labels)
-            ((yb, sb, _),) = binary_tasks(data, "top-label")
             progress.start(
                 f"certified bound ({self.bound.upper()})"
                 + (f" on a subsample of {m_rows} rows" if streamed else "")
@@ -485,8 +487,11 @@ class ReportBuilder:
                 kw["perturbation_scale"] = self.perturbation_scale
             with self._input_errors():
                 res = metrics.calibration_error_bound(
-                    yb,
-                    sb,
+                    y,
+                    proba,
+                    multi_class="top-label",
+                    return_details=True,
+                    **kw_labels,
                     method=self.bound,
                     delta=self.delta,
                     random_state=self.random_state,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import binary_tasks
 from ..metrics import binned_calibration_error
 from ._plotting import ReliabilityDisplayBase, merge_style
 
@@ -274,45 +273,55 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         strategy,
         norm,
     ):
-        options = {
-            "n_bins": n_bins,
-            "strategy": strategy,
-            "norm": norm,
-            "return_bins": True,
-        }
-        if data.kind == "multiclass" and multi_class == "classwise":
+        res = binned_calibration_error(
+            y_true,
+            y_proba,
+            n_bins=n_bins,
+            strategy=strategy,
+            norm=norm,
+            multi_class=multi_class,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+            return_details=True,
+        )
+        if res.class_values is not None:
             # One panel per class, each with its own one-vs-rest error (the
             # metric itself reports their mean).
-            per_class = [
-                binned_calibration_error(y, s, sample_weight=w, **options)
-                for y, s, w in binary_tasks(data, "classwise")
-            ]
-            labelled = [
-                (t, e, c) for (e, t), c in zip(per_class, data.classes, strict=True)
+            panels = [
+                (
+                    res.mean_score[k],
+                    res.mean_label[k],
+                    res.weight[k],
+                    res.edges[k],
+                    res.bin[k],
+                    res.class_values[k],
+                    res.classes[k],
+                )
+                for k in range(len(res.classes))
             ]
         else:
-            error, table = binned_calibration_error(
-                y_true,
-                y_proba,
-                multi_class=multi_class,
-                sample_weight=sample_weight,
-                pos_label=pos_label,
-                labels=labels,
-                **options,
-            )
-            labelled = [(table, error, None)]
-        return [
-            {
-                "mean_score": t["mean_score"],
-                "mean_label": t["mean_label"],
-                "bin_weight": t["weight"],
-                "bin_edges": t["edges"],
-                "bin_index": t["bin"],
-                "error": e,
-                "class_label": c,
-            }
-            for t, e, c in labelled
-        ]
+            panels = [
+                (
+                    res.mean_score,
+                    res.mean_label,
+                    res.weight,
+                    res.edges,
+                    res.bin,
+                    res.value,
+                    None,
+                )
+            ]
+        keys = (
+            "mean_score",
+            "mean_label",
+            "bin_weight",
+            "bin_edges",
+            "bin_index",
+            "error",
+            "class_label",
+        )
+        return [dict(zip(keys, panel, strict=True)) for panel in panels]
 
     @classmethod
     def from_predictions(

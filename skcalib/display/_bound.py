@@ -638,6 +638,7 @@ def _evaluate(y, s, methods, n_bins, *, perturbation_scale, lipschitz, **kwargs)
                 perturbation_scale if method in ("nw", "lipschitz") else None
             ),
             lipschitz=lipschitz if method == "lipschitz" else None,
+            return_details=True,
             **kwargs,
         )
         for method in methods

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from ..perturbation import PerturbationScaleResult, select_perturbation_scale
@@ -14,6 +16,16 @@ def _scale_text(h):
     """``2^-k`` for powers of two, else a short decimal."""
     k = np.log2(h)
     return f"$2^{{{int(k)}}}$" if float(k).is_integer() else f"{h:.3g}"
+
+
+def _check_style(name, kwargs):
+    """``None`` or a dict of line keywords; a TypeError naming it otherwise."""
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise TypeError(
+            f"{name} must be None or a dict of matplotlib line keywords; got "
+            f"{type(kwargs).__name__}."
+        )
+    return kwargs
 
 
 class PerturbationDisplay:
@@ -156,6 +168,8 @@ class PerturbationDisplay:
         True
         >>> plt.close(fig)
         """
+        _check_style("curve_kwargs", curve_kwargs)
+        _check_style("bound_kwargs", bound_kwargs)
         ax, bax = self._axes(ax)
         self.ax_, self.figure_ = ax, ax.figure
         h = np.asarray(self.scales, dtype=float)
@@ -288,14 +302,23 @@ class PerturbationDisplay:
         return pair[0], pair[1]
 
     @classmethod
-    def from_result(cls, result, *, name=None, ax=None, despine=False):
+    def from_result(
+        cls,
+        result,
+        *,
+        name=None,
+        ax=None,
+        curve_kwargs=None,
+        bound_kwargs=None,
+        despine=False,
+    ):
         """Plot a :class:`~skcalib.perturbation.PerturbationScaleResult`.
 
         Parameters
         ----------
         result : PerturbationScaleResult
             Output of :func:`skcalib.select_perturbation_scale`.
-        name, ax, despine
+        name, ax, curve_kwargs, bound_kwargs, despine
             As in :meth:`plot`.
 
         Returns
@@ -337,7 +360,9 @@ class PerturbationDisplay:
             delta=result.delta,
             name=name,
         )
-        return disp.plot(ax=ax, despine=despine)
+        return disp.plot(
+            ax=ax, curve_kwargs=curve_kwargs, bound_kwargs=bound_kwargs, despine=despine
+        )
 
     @classmethod
     def from_estimator(
@@ -356,6 +381,8 @@ class PerturbationDisplay:
         n_jobs=None,
         name=None,
         ax=None,
+        curve_kwargs=None,
+        bound_kwargs=None,
         despine=False,
     ):
         """Cross-validate a perturbed classifier over scales and plot the trade-off.
@@ -370,7 +397,7 @@ class PerturbationDisplay:
         scales, scoring, tolerance, cv, bound_method, delta, random_state, \
 n_jobs
             As in :func:`skcalib.select_perturbation_scale`.
-        name, ax, despine
+        name, ax, curve_kwargs, bound_kwargs, despine
             As in :meth:`plot`.
 
         Returns
@@ -385,9 +412,12 @@ n_jobs
         >>> from skcalib.display import PerturbationDisplay
         >>> X, y = make_classification(n_samples=2000, random_state=0)
         >>> disp = PerturbationDisplay.from_estimator(
-        ...     GaussianNB(), X, y, scales=[2**-6, 2**-3], cv=3, random_state=0)
+        ...     GaussianNB(), X, y, scales=[2**-6, 2**-3], cv=3, random_state=0,
+        ...     curve_kwargs={"color": "C2"})
         >>> disp.bound_line_.get_label()
         'Certified bound (nw)'
+        >>> disp.line_.get_color()
+        'C2'
         >>> plt.close(disp.figure_)
         """
         result = select_perturbation_scale(
@@ -403,4 +433,11 @@ n_jobs
             random_state=random_state,
             n_jobs=n_jobs,
         )
-        return cls.from_result(result, name=name, ax=ax, despine=despine)
+        return cls.from_result(
+            result,
+            name=name,
+            ax=ax,
+            curve_kwargs=curve_kwargs,
+            bound_kwargs=bound_kwargs,
+            despine=despine,
+        )

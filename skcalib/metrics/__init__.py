@@ -3,6 +3,7 @@
 from importlib import import_module as _import_module
 
 __all__ = [
+    "BinnedCalibrationResult",
     "binned_calibration_error",
     "CalibrationBound",
     "calibration_error_bound",
@@ -16,6 +17,7 @@ __all__ = [
     "SmoothCalibrationCurve",
     "smooth_calibration_curve",
     "smooth_ece",
+    "SmoothECEResult",
     "StreamingCalibrationBound",
 ]
 
@@ -28,6 +30,7 @@ _LAZY = {
     "CalibrationAccumulator": "._accumulator",
     "StreamingCalibrationBound": "._streaming_bound",
     "binned_calibration_error": "._binned",
+    "BinnedCalibrationResult": "._results",
     "CalibrationBoundScorer": "._bound_scorer",
     "CalibrationBound": "._results",
     "calibration_error_bound": "._bounds",
@@ -39,6 +42,7 @@ _LAZY = {
     "SmoothCalibrationCurve": "._results",
     "smooth_calibration_curve": "._smooth",
     "smooth_ece": "._smooth",
+    "SmoothECEResult": "._results",
 }
 
 

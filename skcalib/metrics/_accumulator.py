@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import smece as _sm
-from .._backend.binning import binned_error_value, table_as_dict, uniform_edges
+from .._backend.binning import binned_error_value, uniform_edges
 from .._backend.distributed import (
     N_BIN_SUMS,
     N_SLOTS,
@@ -30,6 +30,7 @@ from .._backend.distributed import (
 from .._backend.grid import FINE_M
 from .._validation import (
     check_binned_options,
+    check_bool,
     check_calibration_inputs,
     check_int,
     check_label_chunk,
@@ -337,24 +338,33 @@ class CalibrationAccumulator:
         pos, neg = self._slots()
         return node_statistics(self.moments_, pos, neg)
 
-    def smooth_ece(self, *, sigma=None, return_sigma=False):
+    def smooth_ece(self, *, sigma=None, return_details=False):
         """SmoothECE of the accumulated data (see :func:`smooth_ece`).
 
         Parameters
         ----------
         sigma : float in [2**-16, 1], default=None
             Fixed bandwidth; ``None`` uses the self-consistent ``sigma*``.
-        return_sigma : bool, default=False
-            Also return the bandwidth used.
+        return_details : bool, default=False
+            Return a :class:`SmoothECEResult` instead of the float.
 
         Returns
         -------
-        smece : float
-        sigma : float
-            Only if ``return_sigma=True``.
+        smece : float or SmoothECEResult
         """
+        check_bool(return_details, "return_details")
         value, sig = self._smece(sigma, self.grid_statistics())
-        return (value, sig) if return_sigma else value
+        if not return_details:
+            return value
+        from ._results import SmoothECEResult
+
+        return SmoothECEResult(
+            value=float(value),
+            sigma=float(sig),
+            metric="l1",
+            multi_class="binary",
+            n_samples=int(self.n_samples_),
+        )
 
     @staticmethod
     def _smece(sigma, stats):
@@ -388,7 +398,7 @@ class CalibrationAccumulator:
         )
 
     def binned_calibration_error(
-        self, *, n_bins=15, norm="l1", debias=False, squared=False, return_bins=False
+        self, *, n_bins=15, norm="l1", debias=False, root=True, return_details=False
     ):
         """Binned calibration error (uniform bins) of the accumulated data.
 
@@ -402,7 +412,7 @@ class CalibrationAccumulator:
         Otherwise (e.g. the default 15) it is the binned error with edges
         moved by at most ``2**-17``: only samples that close to an edge can
         fall in a different bin. The edges used are returned with
-        ``return_bins=True``. Weights are frequencies, as in memory.
+        ``return_details=True``. Weights are frequencies, as in memory.
 
         Parameters
         ----------
@@ -410,24 +420,38 @@ class CalibrationAccumulator:
         norm : {"l1", "l2", "max"}, default="l1"
         debias : bool, default=False
             Only for ``norm="l2"`` (see :func:`binned_calibration_error`).
-        squared : bool, default=False
-            Only for ``norm="l2"``: return the squared error.
-        return_bins : bool, default=False
-            Also return the bin table (as :func:`binned_calibration_error`).
+        root : bool, default=True
+            Only for ``norm="l2"``: the root mean squared gap (default) or,
+            with ``False``, the mean squared gap.
+        return_details : bool, default=False
+            Return a :class:`BinnedCalibrationResult` (the value and the bin
+            table) instead of the float.
 
         Returns
         -------
-        error : float
-        bins : dict
-            Only if ``return_bins=True``.
+        error : float or BinnedCalibrationResult
         """
         n_bins = check_int(n_bins, "n_bins", min_val=1)
-        check_binned_options(norm, debias, squared)
+        check_binned_options(norm, debias, root, return_details)
         table = self._bin_table(n_bins)
-        value = binned_error_value(table, norm, debias, squared)
-        if not return_bins:
+        value = binned_error_value(table, norm, debias, not root)
+        if not return_details:
             return value
-        return value, table_as_dict(table)
+        from ._results import BinnedCalibrationResult
+
+        return BinnedCalibrationResult.from_tables(
+            value,
+            [table],
+            None,
+            None,
+            norm=norm,
+            debias=debias,
+            root=root,
+            strategy="uniform",
+            n_bins=n_bins,
+            multi_class="binary",
+            n_samples=self.n_samples_,
+        )
 
     def _bin_table(self, n_bins):
         pos, _ = self._slots()

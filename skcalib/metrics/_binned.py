@@ -9,7 +9,6 @@ from .._backend.binning import (
     bin_table,
     binned_error_value,
     quantile_edges,
-    table_as_dict,
     uniform_edges,
 )
 from .._backend.distributed import any_dask
@@ -21,6 +20,7 @@ from .._validation import (
     check_option,
 )
 from ._dask import dask_binned_calibration_error
+from ._results import BinnedCalibrationResult
 from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["binned_calibration_error"]
@@ -34,12 +34,12 @@ def binned_calibration_error(
     strategy="uniform",
     norm="l1",
     debias=False,
-    squared=False,
+    root=True,
     multi_class="top-label",
     sample_weight=None,
     pos_label=None,
     labels=None,
-    return_bins=False,
+    return_details=False,
 ):
     """Binned calibration error: ECE (L1), RMSCE (L2) or MCE (max).
 
@@ -48,6 +48,7 @@ def binned_calibration_error(
 
     * ``norm="l1"`` (ECE): ``sum_k (W_k / W) |ybar_k - sbar_k|``
     * ``norm="l2"`` (RMSCE): ``sqrt(sum_k (W_k / W) (ybar_k - sbar_k)^2)``
+      (without the root for ``root=False``)
     * ``norm="max"`` (MCE): ``max_k |ybar_k - sbar_k|``
 
     Bin rule (that of :func:`sklearn.calibration.calibration_curve`, i.e.
@@ -92,8 +93,12 @@ def binned_calibration_error(
         independent with a common mean; the total is not unbiased (the
         single-sample bins are dropped, the gap varies within bins). It can
         be negative; the root keeps its sign (``-sqrt(-v)``).
-    squared : bool, default=False
-        Only for ``norm="l2"``: return the squared error.
+    root : bool, default=True
+        Only for ``norm="l2"``: ``True`` (the default) returns the root mean
+        squared gap (RMSCE), ``False`` the mean squared gap itself. The other
+        norms have no square: ``root=False`` is refused with them. (The
+        default differs from :func:`kde_calibration_error`'s ``root=False``,
+        which returns the ``p``-th power by default.)
     multi_class : {"top-label", "classwise"}, default="top-label"
         Reduction for multiclass ``y_proba`` (ignored for binary problems).
     sample_weight : array-like of shape (n_samples,), default=None
@@ -113,16 +118,16 @@ def binned_calibration_error(
         All class labels, in the order of the columns of ``y_proba`` (as
         in :func:`sklearn.metrics.roc_auc_score`); needed when ``y_true``
         lacks some class of ``y_proba``.
-    return_bins : bool, default=False
-        Also return a dict per reduced problem with the bin ``edges``, the
-        ``bin`` numbers of the non-empty bins and their ``weight``, ``count``,
-        ``mean_label`` and ``mean_score`` (a list for ``"classwise"``).
+    return_details : bool, default=False
+        Return a :class:`BinnedCalibrationResult` instead of the float: the
+        value and the bin table (the bin ``edges``, the ``bin`` numbers of
+        the non-empty bins and their ``weight``, ``count``, ``mean_label`` and
+        ``mean_score``; one table per class for ``"classwise"``).
 
     Returns
     -------
-    error : float
-    bins : dict or list of dict
-        Only if ``return_bins=True``.
+    error : float or BinnedCalibrationResult
+        A :class:`BinnedCalibrationResult` with ``return_details=True``.
 
     References
     ----------
@@ -145,8 +150,8 @@ def binned_calibration_error(
 
     >>> from sklearn.calibration import calibration_curve
     >>> y, p = [0, 1, 0, 1], [0.3, 0.3, 0.5, 0.9]
-    >>> _, bins = binned_calibration_error(y, p, n_bins=2, return_bins=True)
-    >>> bins["mean_label"], bins["mean_score"]
+    >>> res = binned_calibration_error(y, p, n_bins=2, return_details=True)
+    >>> res.mean_label, res.mean_score
     (array([0.33333333, 1.        ]), array([0.36666667, 0.9       ]))
     >>> calibration_curve(y, p, n_bins=2)
     (array([0.33333333, 1.        ]), array([0.36666667, 0.9       ]))
@@ -159,16 +164,16 @@ def binned_calibration_error(
             strategy=strategy,
             norm=norm,
             debias=debias,
-            squared=squared,
+            root=root,
             multi_class=multi_class,
             sample_weight=sample_weight,
             pos_label=pos_label,
             labels=labels,
-            return_bins=return_bins,
+            return_details=return_details,
         )
     check_option("strategy", strategy, ("uniform", "quantile"))
     check_option("multi_class", multi_class, ("top-label", "classwise"))
-    check_binned_options(norm, debias, squared, return_bins)
+    check_binned_options(norm, debias, root, return_details)
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
@@ -180,14 +185,25 @@ def binned_calibration_error(
             table = bin_table(y, s, w, edges, assign_uniform_bins(s, n_bins))
         else:
             table = bin_table(y, s, w, quantile_edges(s, w, n_bins))
-        values.append(binned_error_value(table, norm, debias, squared))
-        tables.append(table_as_dict(table))
+        values.append(binned_error_value(table, norm, debias, not root))
+        tables.append(table)
     value = float(np.mean(values))
-    if not return_bins:
+    if not return_details:
         return value
-    if multi_class == "classwise" and data.kind == "multiclass":
-        return value, tables
-    return value, tables[0]
+    classwise = multi_class == "classwise" and data.kind == "multiclass"
+    return BinnedCalibrationResult.from_tables(
+        value,
+        tables,
+        values if classwise else None,
+        data.classes if classwise else None,
+        norm=norm,
+        debias=debias,
+        root=root,
+        strategy=strategy,
+        n_bins=n_bins,
+        multi_class=multi_class if data.kind == "multiclass" else "binary",
+        n_samples=data.n_samples,
+    )
 
 
 register_scorer(

@@ -94,10 +94,9 @@ class CalibrationBoundScorer(CalibrationScorer):
             options = {"method": "nw", "perturbation_scale": scale}
         else:
             options = {"method": "tv", "assume": "monotone"}
-        bound = calibration_error_bound(
+        return calibration_error_bound(
             y_true, proba, labels=labels, **options, **self._kwargs, **metadata
         )
-        return float(bound.upper)
 
 
 register_scorer("neg_calibration_error_bound", CalibrationBoundScorer())

@@ -220,6 +220,7 @@ def calibration_error_bound(
     multi_class="top-label",
     random_state=None,
     n_jobs=None,
+    return_details=False,
 ):
     """Certified bound on the L1 calibration error of a classifier.
 
@@ -297,13 +298,16 @@ def calibration_error_bound(
         share the sorted sample). ``None`` means one job, except for
         ``method="tv"`` with the compiled solver (the ``fast`` extra), whose
         folds then use every core, as scikit-learn's OpenMP estimators do.
+    return_details : bool, default=False
+        Return a :class:`CalibrationBound` instead of the float upper bound.
 
     Returns
     -------
-    CalibrationBound
-        ``upper``, ``lower``, ``estimate``, the additive ``terms``,
-        ``per_fold`` details, the ``vacuous`` flag and the tuning parameters
-        used.
+    upper : float or CalibrationBound
+        The certified upper bound. With ``return_details=True``, a
+        :class:`CalibrationBound` holding ``upper``, ``lower``, ``estimate``,
+        the additive ``terms``, ``per_fold`` details, the ``vacuous`` flag and
+        the tuning parameters used.
 
     Notes
     -----
@@ -331,11 +335,17 @@ def calibration_error_bound(
     >>> prob = make_calibration_problem(
     ...     20000, problem="u2", perturbation_scale=2**-4, random_state=0
     ... )
-    >>> b = calibration_error_bound(
+    >>> upper = calibration_error_bound(
     ...     prob.y_true, prob.y_proba, method="nw",
     ...     perturbation_scale=2**-4, random_state=0,
     ... )
-    >>> bool(b.lower <= prob.calibration_error <= b.upper)
+    >>> bool(prob.calibration_error <= upper)
+    True
+    >>> b = calibration_error_bound(
+    ...     prob.y_true, prob.y_proba, method="nw",
+    ...     perturbation_scale=2**-4, random_state=0, return_details=True,
+    ... )
+    >>> b.upper == upper and bool(b.lower <= prob.calibration_error)
     True
     """
     if any_dask(y_true, y_proba):
@@ -354,6 +364,7 @@ def calibration_error_bound(
             pos_label=pos_label,
             labels=labels,
             random_state=random_state,
+            return_details=return_details,
         )
     kwargs = _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
     data = check_calibration_inputs(y_true, y_proba, pos_label=pos_label, labels=labels)
@@ -405,6 +416,8 @@ def calibration_error_bound(
         for k in range(n_splits)
     )
     combined = aggregate_folds(folds)
+    if not return_details:
+        return float(combined["upper"])
     return CalibrationBound(
         upper=combined["upper"],
         lower=combined["lower"],

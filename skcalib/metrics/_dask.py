@@ -78,12 +78,12 @@ def dask_smooth_ece(
     sample_weight,
     pos_label,
     labels,
-    return_sigma,
+    return_details,
 ):
     """:func:`~skcalib.metrics.smooth_ece` on dask arrays (binary problems)."""
     _check_dask_options(multi_class, metric)
     acc = _accumulate(y_true, y_proba, sample_weight, pos_label, labels)
-    return acc.smooth_ece(sigma=sigma, return_sigma=return_sigma)
+    return acc.smooth_ece(sigma=sigma, return_details=return_details)
 
 
 def dask_smooth_calibration_curve(
@@ -113,12 +113,12 @@ def dask_binned_calibration_error(
     strategy,
     norm,
     debias,
-    squared,
+    root,
     multi_class,
     sample_weight,
     pos_label,
     labels,
-    return_bins,
+    return_details,
 ):
     """:func:`~skcalib.metrics.binned_calibration_error` on dask arrays
     (binary problems, uniform bins)."""
@@ -138,8 +138,8 @@ def dask_binned_calibration_error(
         n_bins=n_bins,
         norm=norm,
         debias=debias,
-        squared=squared,
-        return_bins=return_bins,
+        root=root,
+        return_details=return_details,
     )
 
 
@@ -190,6 +190,7 @@ def dask_calibration_error_bound(
     pos_label,
     labels,
     random_state,
+    return_details=False,
 ):
     """``calibration_error_bound`` on dask arrays: the two-pass scheme of
     :class:`StreamingCalibrationBound` (``"nw"`` or ``"tv"``, binary problems),
@@ -245,4 +246,4 @@ def dask_calibration_error_bound(
     fitted.valid_moments_, fitted.n_validated_ = moments, n_valid
     if cells is not None:
         fitted.valid_cells_ = cells
-    return fitted.result()
+    return fitted.result(return_details=return_details)

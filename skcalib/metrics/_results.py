@@ -6,12 +6,46 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["CalibrationBound", "KDECalibrationResult", "SmoothCalibrationCurve"]
+__all__ = [
+    "BinnedCalibrationResult",
+    "CalibrationBound",
+    "KDECalibrationResult",
+    "SmoothCalibrationCurve",
+    "SmoothECEResult",
+]
+
+
+def _summary(name, fields):
+    """``name(k=v, ...)`` on one line: numbers to 4 significant digits,
+    strings quoted; arrays, dicts, tuples and ``None`` are left out (the
+    result objects give the class count ``n_classes`` of per-class arrays)."""
+    parts = []
+    for key, value in fields:
+        if value is None or isinstance(value, (dict, tuple, list)):
+            continue
+        if isinstance(value, np.ndarray):
+            if value.ndim:
+                continue
+            value = value.item()
+        if isinstance(value, (bool, np.bool_)):
+            text = str(bool(value))
+        elif isinstance(value, (int, np.integer)):
+            text = str(int(value))
+        elif isinstance(value, (float, np.floating)):
+            text = f"{float(value):.4g}"
+        else:
+            text = repr(value)
+        parts.append(f"{key}={text}")
+    return f"{name}({', '.join(parts)})"
 
 
 @dataclass(frozen=True)
 class CalibrationBound:
-    """Result of :func:`calibration_error_bound`.
+    """Details of a :func:`calibration_error_bound` evaluation.
+
+    Returned with ``return_details=True`` (also by
+    :meth:`StreamingCalibrationBound.result`); without it the bound functions
+    return ``upper`` alone.
 
     Attributes
     ----------
@@ -49,7 +83,12 @@ class CalibrationBound:
     >>> from skcalib.datasets import make_calibration_problem
     >>> from skcalib.metrics import calibration_error_bound
     >>> prob = make_calibration_problem(5000, problem="u2", random_state=0)
-    >>> b = calibration_error_bound(prob.y_true, prob.y_proba, random_state=0)
+    >>> b = calibration_error_bound(
+    ...     prob.y_true, prob.y_proba, random_state=0, return_details=True
+    ... )
+    >>> b
+    CalibrationBound(upper=0.4648, lower=0, estimate=0.172, method='tv',
+                     delta=0.05, n_samples=5000, n_splits=5)
     >>> b.method, b.n_splits, len(b.per_fold)
     ('tv', 5, 5)
     >>> bool(abs(b.upper - min(1.0, sum(b.terms.values()))) < 1e-12)
@@ -75,28 +114,20 @@ class CalibrationBound:
     assume: str | None = None
 
     def __repr__(self):
-        head = (
-            f"CalibrationBound(method={self.method!r}, delta={self.delta:g}, "
-            f"n_samples={self.n_samples}, n_splits={self.n_splits}"
-            + (f", assume={self.assume!r}" if self.assume else "")
-            + ")"
+        return _summary(
+            "CalibrationBound",
+            [
+                ("upper", self.upper),
+                ("lower", self.lower),
+                ("estimate", self.estimate),
+                ("method", self.method),
+                ("delta", self.delta),
+                ("n_samples", self.n_samples),
+                ("n_splits", self.n_splits),
+                ("assume", self.assume),
+                ("vacuous", True if self.vacuous else None),
+            ],
         )
-        lines = [
-            head,
-            f"  upper    = {self.upper:.6f}"
-            + ("  (vacuous: too few samples)" if self.vacuous else ""),
-            f"  estimate = {self.estimate:.6f}",
-            f"  lower    = {self.lower:.6f}",
-            "  terms of upper (its fold):",
-        ]
-        lines += [f"    {k:<22s}{v:.6f}" for k, v in self.terms.items()]
-        if self.bandwidth is not None:
-            lines.append(
-                f"  bandwidth per fold: {np.round(self.bandwidth, 6).tolist()}"
-            )
-        if self.n_bins is not None:
-            lines.append(f"  n_bins per fold: {self.n_bins.tolist()}")
-        return "\n".join(lines)
 
 
 class SmoothCalibrationCurve:
@@ -216,3 +247,198 @@ class KDECalibrationResult:
     p: float
     debiased: bool
     multi_class: str
+
+    def __repr__(self):
+        return _summary(
+            "KDECalibrationResult",
+            [
+                ("value", self.value),
+                ("p", self.p),
+                ("debiased", self.debiased),
+                ("multi_class", self.multi_class),
+                ("bandwidth", self.bandwidth),
+                ("effective_sample_size_min", self.effective_sample_size_min),
+                ("n_classes", _n_per_class(self.bandwidth)),
+            ],
+        )
+
+
+def _n_per_class(per_class):
+    """The number of classes of a per-class array, None for a scalar."""
+    return len(per_class) if isinstance(per_class, (np.ndarray, tuple)) else None
+
+
+@dataclass(frozen=True)
+class SmoothECEResult:
+    """Details of a :func:`smooth_ece` evaluation.
+
+    Attributes
+    ----------
+    value : float
+        The SmoothECE returned without ``return_details``.
+    sigma : float or ndarray of shape (n_classes,)
+        Bandwidth used (``sigma*`` when it was chosen automatically); one per
+        class for ``multi_class="classwise"``.
+    metric : str
+        ``"l1"`` or ``"logit"``.
+    multi_class : str
+        ``"binary"`` for binary input, else the reduction used.
+    n_samples : int
+        Number of rows.
+    class_values : ndarray of shape (n_classes,) or None
+        The one-vs-rest SmoothECE of each class (``"classwise"``), whose mean
+        is ``value``.
+    classes : ndarray of shape (n_classes,) or None
+        The class of each entry of ``class_values`` and ``sigma``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics import smooth_ece
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=2000)
+    >>> y = rng.uniform(size=2000) < p
+    >>> res = smooth_ece(y, p, return_details=True)
+    >>> res
+    SmoothECEResult(value=0.02522, sigma=0.02522, metric='l1',
+                    multi_class='binary', n_samples=2000)
+    >>> res.value == smooth_ece(y, p)
+    True
+    """
+
+    value: float
+    sigma: object
+    metric: str
+    multi_class: str
+    n_samples: int
+    class_values: np.ndarray | None = None
+    classes: np.ndarray | None = None
+
+    def __repr__(self):
+        return _summary(
+            "SmoothECEResult",
+            [
+                ("value", self.value),
+                ("sigma", self.sigma),
+                ("metric", self.metric),
+                ("multi_class", self.multi_class),
+                ("n_samples", self.n_samples),
+                ("n_classes", _n_per_class(self.class_values)),
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class BinnedCalibrationResult:
+    """Details of a :func:`binned_calibration_error` evaluation: the value and
+    its bin table.
+
+    The table lists the non-empty bins only. For ``multi_class="classwise"``
+    on multiclass input each table attribute is a tuple with one array per
+    class (in the order of ``classes``).
+
+    Attributes
+    ----------
+    value : float
+        The error returned without ``return_details`` (after ``root``).
+    norm : str
+        ``"l1"``, ``"l2"`` or ``"max"``.
+    debias : bool
+    root : bool
+        Whether the square root was taken (``norm="l2"``; True for the other
+        norms, which have no square).
+    strategy : str
+        ``"uniform"`` or ``"quantile"``.
+    n_bins : int
+        Number of bins (after ``"cbrt"`` is resolved), empty ones included.
+    multi_class : str
+        ``"binary"`` for binary input, else the reduction used.
+    n_samples : int
+        Number of rows.
+    edges : ndarray of shape (n_bins + 1,)
+        Bin edges.
+    bin : ndarray of int
+        Index of each non-empty bin.
+    weight, count, mean_label, mean_score : ndarray
+        Total weight, number of rows, weighted mean label and weighted mean
+        score of each non-empty bin.
+    class_values : ndarray of shape (n_classes,) or None
+        The one-vs-rest error of each class (``"classwise"``), whose mean is
+        ``value``.
+    classes : ndarray of shape (n_classes,) or None
+
+    Examples
+    --------
+    >>> from skcalib.metrics import binned_calibration_error
+    >>> res = binned_calibration_error(
+    ...     [0, 0, 1, 1], [0.1, 0.4, 0.6, 1.0], n_bins=2, return_details=True
+    ... )
+    >>> res
+    BinnedCalibrationResult(value=0.225, norm='l1', strategy='uniform', n_bins=2,
+                            multi_class='binary', n_samples=4)
+    >>> res.mean_score, res.mean_label
+    (array([0.25, 0.8 ]), array([0., 1.]))
+    """
+
+    value: float
+    norm: str
+    debias: bool
+    root: bool
+    strategy: str
+    n_bins: int
+    multi_class: str
+    n_samples: int
+    edges: object
+    bin: object
+    weight: object
+    count: object
+    mean_label: object
+    mean_score: object
+    class_values: np.ndarray | None = None
+    classes: np.ndarray | None = None
+
+    @classmethod
+    def from_tables(cls, value, tables, class_values, classes, **options):
+        """The result of bin tables (``skcalib._backend.binning``): one per
+        class when ``class_values`` is given, else one (internal)."""
+
+        def column(name):
+            cols = tuple(getattr(t, name) for t in tables)
+            return cols if class_values is not None else cols[0]
+
+        return cls(
+            value=float(value),
+            edges=column("edges"),
+            bin=column("index"),
+            weight=column("weight"),
+            count=column("count"),
+            mean_label=column("mean_label"),
+            mean_score=column("mean_score"),
+            class_values=(
+                None if class_values is None else np.asarray(class_values, float)
+            ),
+            classes=classes,
+            norm=options["norm"],
+            debias=bool(options["debias"]),
+            root=bool(options["root"]),
+            strategy=options["strategy"],
+            n_bins=int(options["n_bins"]),
+            multi_class=options["multi_class"],
+            n_samples=int(options["n_samples"]),
+        )
+
+    def __repr__(self):
+        return _summary(
+            "BinnedCalibrationResult",
+            [
+                ("value", self.value),
+                ("norm", self.norm),
+                ("debias", self.debias if self.norm == "l2" else None),
+                ("root", self.root if self.norm == "l2" else None),
+                ("strategy", self.strategy),
+                ("n_bins", self.n_bins),
+                ("multi_class", self.multi_class),
+                ("n_samples", self.n_samples),
+                ("n_classes", _n_per_class(self.class_values)),
+            ],
+        )

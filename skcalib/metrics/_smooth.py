@@ -26,7 +26,7 @@ from .._validation import (
     check_sigma,
 )
 from ._dask import dask_smooth_calibration_curve, dask_smooth_ece
-from ._results import SmoothCalibrationCurve
+from ._results import SmoothCalibrationCurve, SmoothECEResult
 from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["smooth_ece", "smooth_calibration_curve"]
@@ -58,7 +58,7 @@ def smooth_ece(
     sample_weight=None,
     pos_label=None,
     labels=None,
-    return_sigma=False,
+    return_details=False,
 ):
     """Smooth expected calibration error (SmoothECE).
 
@@ -111,17 +111,16 @@ def smooth_ece(
         All class labels, in the order of the columns of ``y_proba`` (as
         in :func:`sklearn.metrics.roc_auc_score`); needed when ``y_true``
         lacks some class of ``y_proba``.
-    return_sigma : bool, default=False
-        Also return the bandwidth used (an array of one bandwidth per class
-        for ``multi_class="classwise"``).
+    return_details : bool, default=False
+        Return a :class:`SmoothECEResult` (the value, the bandwidth used, the
+        per-class values) instead of the float.
 
     Returns
     -------
-    smece : float
+    smece : float or SmoothECEResult
         In [0, 1]; exactly 0 when the residual ``sum w (y - s)`` vanishes at
-        every grid point (e.g. ``y == s`` for every row).
-    sigma : float or ndarray
-        Only if ``return_sigma=True``.
+        every grid point (e.g. ``y == s`` for every row). A
+        :class:`SmoothECEResult` with ``return_details=True``.
 
     Notes
     -----
@@ -158,8 +157,11 @@ def smooth_ece(
     >>> y_over = rng.uniform(size=2000) < 0.5 + 0.5 * (p - 0.5)  # over-confident
     >>> smooth_ece(y_over, p) > 0.1
     True
+    >>> smooth_ece(y, p, return_details=True)
+    SmoothECEResult(value=0.02522, sigma=0.02522, metric='l1',
+                    multi_class='binary', n_samples=2000)
     """
-    check_bool(return_sigma, "return_sigma")
+    check_bool(return_details, "return_details")
     if any_dask(y_true, y_proba, sample_weight):
         return dask_smooth_ece(
             y_true,
@@ -170,7 +172,7 @@ def smooth_ece(
             sample_weight=sample_weight,
             pos_label=pos_label,
             labels=labels,
-            return_sigma=return_sigma,
+            return_details=return_details,
         )
     data, tasks, geometry, sigma = _prepare(
         y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric, sigma
@@ -181,10 +183,18 @@ def smooth_ece(
         values.append(value)
         sigmas.append(sig)
     value = float(np.mean(values))
-    if not return_sigma:
+    if not return_details:
         return value
-    sig_out = float(sigmas[0]) if len(sigmas) == 1 else np.asarray(sigmas)
-    return value, sig_out
+    classwise = multi_class == "classwise" and data.kind == "multiclass"
+    return SmoothECEResult(
+        value=value,
+        sigma=np.asarray(sigmas, dtype=float) if classwise else float(sigmas[0]),
+        metric=metric,
+        multi_class=multi_class if data.kind == "multiclass" else "binary",
+        n_samples=int(data.n_samples),
+        class_values=np.asarray(values, dtype=float) if classwise else None,
+        classes=data.classes if classwise else None,
+    )
 
 
 def smooth_calibration_curve(

@@ -31,7 +31,7 @@ from .._backend.distributed import (
 from .._backend.grid import FINE_M
 from .._backend.tv import fit_tv_surrogate, step_extension
 from .._backend.window import NW_HALF_WIDTHS
-from .._params import RULES, Interval, StrOptions, check_params
+from .._params import RULES, Interval, StrOptions, check_param, check_params
 from .._validation import (
     MAX_STREAM_POSITION,
     check_calibration_inputs,
@@ -143,7 +143,9 @@ class StreamingCalibrationBound:
     ...     sb = sb.partial_fit(d.y_true[i:i + 20_000], d.y_proba[i:i + 20_000])
     >>> for i in range(0, 60_000, 20_000):
     ...     sb = sb.partial_validate(d.y_proba[i:i + 20_000])
-    >>> b = sb.result()
+    >>> bool(d.calibration_error <= sb.result())
+    True
+    >>> b = sb.result(return_details=True)
     >>> bool(b.lower <= d.calibration_error <= b.upper)
     True
     """
@@ -449,15 +451,23 @@ class StreamingCalibrationBound:
         extra = {"n_train": int(n_train), "fitted_variation": fitted_variation}
         return terms, lower, extra
 
-    def result(self):
+    def result(self, *, return_details=False):
         """The certified bound.
+
+        Parameters
+        ----------
+        return_details : bool, default=False
+            Return a :class:`CalibrationBound` instead of the float upper
+            bound.
 
         Returns
         -------
-        CalibrationBound
-            As :func:`calibration_error_bound`. For ``"nw"``, ``bandwidth`` is
-            the window half-width ``(r + 1/2) / 2**16`` of each fold.
+        upper : float or CalibrationBound
+            As :func:`calibration_error_bound`. For ``"nw"``, the
+            ``bandwidth`` of the :class:`CalibrationBound` is the window
+            half-width ``(r + 1/2) / 2**16`` of each fold.
         """
+        check_param("return_details", return_details)
         if not hasattr(self, "valid_moments_") or self.n_validated_ == 0:
             raise _not_fitted("Run partial_validate over the data (pass 2) first.")
         if self.n_validated_ != self.n_samples_:
@@ -484,6 +494,8 @@ class StreamingCalibrationBound:
                 }
             )
         combined = aggregate_folds(folds)
+        if not return_details:
+            return float(combined["upper"])
         return CalibrationBound(
             upper=combined["upper"],
             lower=combined["lower"],
