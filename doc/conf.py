@@ -14,6 +14,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from api_page import write_api_page  # noqa: E402
+from intersphinx_local import local_intersphinx_mapping  # noqa: E402
 
 import skcalib  # noqa: E402
 
@@ -26,6 +27,7 @@ version = release.split(".dev")[0]
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
@@ -50,6 +52,10 @@ autosummary_generate = True
 autodoc_default_options = {"members": True}
 autodoc_typehints = "none"
 
+# The inventories are shipped in ``_intersphinx`` (the build has no network);
+# links still point at each project's published documentation.
+intersphinx_mapping = local_intersphinx_mapping(HERE / "_intersphinx", HERE / "_build")
+
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
@@ -73,7 +79,6 @@ sphinx_gallery_conf = {
     "filename_pattern": r"/plot_",
     "within_subsection_order": "FileNameSortKey",
     "doc_module": ("skcalib",),
-    "reference_url": {"skcalib": None},
     "backreferences_dir": "generated/backreferences",
     "abort_on_example_error": True,
     "only_warn_on_example_error": False,
