@@ -29,6 +29,9 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # MathJax is served from the built site rather than a CDN, so formulas
+    # render offline; the package ships MathJax 3 and sets ``mathjax_path``.
+    "sphinx-mathjax-offline",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "matplotlib.sphinxext.plot_directive",
