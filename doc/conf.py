@@ -80,7 +80,8 @@ sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
-    "within_subsection_order": "FileNameSortKey",
+    # A course, first example first (the list is in gallery_order.py).
+    "within_subsection_order": "gallery_order.CourseOrder",
     "doc_module": ("skcalib",),
     "backreferences_dir": "generated/backreferences",
     "abort_on_example_error": True,
