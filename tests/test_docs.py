@@ -309,15 +309,24 @@ def test_external_references_resolve_in_the_shipped_inventories(doc_modules, tmp
     for path in sources:
         refs.update(_XREF.findall(path.read_text()))
     assert ("class", "sklearn.calibration.CalibratedClassifierCV") in refs
-    unresolved = []
+    unresolved, uris = [], []
     for role, target in sorted(refs):
         roles = _ROLES[role]
-        found = any(
-            target in entries
+        found = [
+            entries[target]
             for inv in inventories.values()
             for kind, entries in inv.items()
-            if not roles or kind in roles
-        )
+            if (not roles or kind in roles) and target in entries
+        ]
         if not found:
             unresolved.append(f":{role}:`{target}`")
+        uris += [_entry_uri(entry) for entry in found]
     assert unresolved == []
+    # Each target is a page of the project's site, its anchor the full name.
+    bad = [uri for uri in uris if "$" in uri or not uri.startswith("https://")]
+    assert bad == []
+
+
+def _entry_uri(entry):
+    # Sphinx >= 8.2 stores an _InventoryItem, older versions a tuple.
+    return getattr(entry, "uri", None) or entry[2]
