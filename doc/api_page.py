@@ -94,7 +94,7 @@ def write_api_page(path):
             lines += [
                 ".. autosummary::",
                 "   :toctree: generated/",
-                f"   :template: {template}",
+                f"   :template: autosummary/{template}",
                 "",
             ]
             lines += [f"   {n}" for n in names]

@@ -14,6 +14,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from api_page import write_api_page  # noqa: E402
+from intersphinx_local import local_intersphinx_mapping  # noqa: E402
 
 import skcalib  # noqa: E402
 
@@ -26,7 +27,11 @@ version = release.split(".dev")[0]
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # MathJax is served from the built site rather than a CDN, so formulas
+    # render offline; the package ships MathJax 3 and sets ``mathjax_path``.
+    "sphinx-mathjax-offline",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "matplotlib.sphinxext.plot_directive",
@@ -50,6 +55,10 @@ autosummary_generate = True
 autodoc_default_options = {"members": True}
 autodoc_typehints = "none"
 
+# The inventories are shipped in ``_intersphinx`` (the build has no network);
+# links still point at each project's published documentation.
+intersphinx_mapping = local_intersphinx_mapping(HERE / "_intersphinx", HERE / "_build")
+
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
@@ -71,9 +80,9 @@ sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
-    "within_subsection_order": "FileNameSortKey",
+    # A course, first example first (the list is in gallery_order.py).
+    "within_subsection_order": "gallery_order.CourseOrder",
     "doc_module": ("skcalib",),
-    "reference_url": {"skcalib": None},
     "backreferences_dir": "generated/backreferences",
     "abort_on_example_error": True,
     "only_warn_on_example_error": False,

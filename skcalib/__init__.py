@@ -7,6 +7,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "__version__",
     "PerturbedClassifier",
+    "PerturbationScaleResult",
     "perturb_proba",
     "select_perturbation_scale",
     "KernelRecalibrator",
@@ -19,6 +20,7 @@ __all__ = [
 # ``import skcalib.metrics`` for streaming metrics stays light.
 _LAZY = {
     "PerturbedClassifier": ".perturbation",
+    "PerturbationScaleResult": ".perturbation",
     "perturb_proba": ".perturbation",
     "select_perturbation_scale": ".perturbation",
     "KernelRecalibrator": ".recalibration",

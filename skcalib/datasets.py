@@ -179,7 +179,7 @@ def calibration_function(s, *, problem="u2", perturbation_scale=None):
     s : array-like
         Scores in [0, 1].
     problem : str, default="u2"
-        One of :data:`PROBLEMS`.
+        One of ``skcalib.datasets.PROBLEMS``.
     perturbation_scale : float, default=None
         Scale ``h`` in [2**-16, 1] of the sech perturbation; ``None`` for the
         original scores. With a perturbation, ``η`` is interpolated linearly
@@ -213,7 +213,7 @@ def score_density(s, *, problem="u2", perturbation_scale=None):
     s : array-like
         Points at which to evaluate the density (0 outside [0, 1]).
     problem : str, default="u2"
-        One of :data:`PROBLEMS`.
+        One of ``skcalib.datasets.PROBLEMS``.
     perturbation_scale : float, default=None
         Scale ``h`` in [2**-16, 1] of the sech perturbation; ``None`` for the
         original (uniform) scores.
@@ -250,7 +250,7 @@ def true_calibration_error(problem="u2", *, perturbation_scale=None):
     Parameters
     ----------
     problem : str, default="u2"
-        One of :data:`PROBLEMS`.
+        One of ``skcalib.datasets.PROBLEMS``.
     perturbation_scale : float, default=None
         Scale ``h`` in [2**-16, 1] of the sech perturbation; ``None`` for the
         original scores.
@@ -296,7 +296,7 @@ def make_calibration_problem(
 
     With ``perturbation_scale=h`` the reported score is drawn from the sech
     kernel of scale ``h`` centred at ``f`` and rounded to the grid ``G = {k /
-    2**24}``, by the sampler of :func:`skcalib.perturbation.perturb_proba`
+    2**24}``, by the sampler of :func:`skcalib.perturb_proba`
     (the labels still depend on ``f``).
 
     Parameters

@@ -142,6 +142,14 @@ def register_scorer(name, scorer):
 def get_scorer(scoring):
     """Get a scorer from a string, skcalib's names first, then sklearn's.
 
+    scikit-learn resolves a ``scoring`` string in its own registry, which
+    other libraries cannot extend, so ``cross_val_score(...,
+    scoring="neg_smooth_ece")`` raises ``InvalidParameterError``. Pass the
+    object instead: ``scoring=get_scorer("neg_smooth_ece")`` (or a dict of
+    such objects for multi-metric search).
+
+    Read more in the :ref:`User Guide <measures>`.
+
     Parameters
     ----------
     scoring : str, callable or None
@@ -161,6 +169,17 @@ def get_scorer(scoring):
     CalibrationScorer(smooth_ece, greater_is_better=False, ...)
     >>> get_scorer("roc_auc")
     make_scorer(roc_auc_score, response_method=('decision_function', 'predict_proba'))
+
+    In model selection:
+
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import cross_val_score
+    >>> X, y = make_classification(n_samples=600, random_state=0)
+    >>> scores = cross_val_score(LogisticRegression(random_state=0), X, y, cv=3,
+    ...                          scoring=get_scorer("neg_smooth_ece"))
+    >>> print(scores.round(3))
+    [-0.024 -0.032 -0.038]
     """
     if isinstance(scoring, str) and scoring in _registry():
         return copy.deepcopy(_SCORERS[scoring])
