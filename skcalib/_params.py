@@ -198,6 +198,8 @@ RULES = {
     "tolerance": Interval(numbers.Real, 0, None),
     "verbose": Interval(numbers.Integral, 0, None),
     "n_samples": Interval(numbers.Integral, 1, MAX_SAMPLES),
+    # The in-memory metrics also accept the string "cbrt" (check_n_bins).
+    "n_bins": Interval(numbers.Integral, 1, MAX_BINS),
     "return_details": Boolean(),
     "root": Boolean(),
 }

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._backend.score_grid import off_grid
-from ._params import MAX_BINS, Boolean, StrOptions, check_param
 from ._params import MAX_BOOTSTRAP as _MAX_BOOTSTRAP
+from ._params import Boolean, StrOptions, check_param
 
 __all__ = [
     "CalibrationData",
@@ -237,13 +237,7 @@ def check_sample_weight(
         return np.ones(n_samples, dtype=np.float64)
     if isinstance(sample_weight, numbers.Number):
         sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
-    try:
-        w = _float_array(sample_weight, name, copy=True)
-    except ValueError as exc:
-        msg = str(exc)
-        if name not in msg:
-            msg = f"{name}: {msg}"
-        raise ValueError(msg) from None
+    w = _float_array(sample_weight, name, copy=True)
     if w.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {w.shape}.")
     if w.shape[0] != n_samples:
@@ -798,7 +792,7 @@ def check_n_bins(n_bins, n_samples):
                 f"n_bins must be a positive integer or 'cbrt'; got {n_bins!r}."
             )
         return max(1, int(np.ceil(n_samples ** (1 / 3))))
-    return check_int(n_bins, "n_bins", min_val=1, max_val=MAX_BINS)
+    return int(check_param("n_bins", n_bins))
 
 
 def check_binned_options(norm, debias, root, return_details=False):
@@ -992,14 +986,21 @@ def _float_array(x, name, *, copy=False):
 
         _refuse_text(x, name)
 
-        return check_array(
-            x,
-            ensure_2d=False,
-            dtype=np.float64,
-            input_name=name,
-            ensure_min_samples=0,
-            copy=copy,
-        )
+        try:
+            return check_array(
+                x,
+                ensure_2d=False,
+                dtype=np.float64,
+                input_name=name,
+                ensure_min_samples=0,
+                copy=copy,
+            )
+        except (TypeError, ValueError) as exc:
+            # e.g. a dict or an arbitrary object: numpy's message names no
+            # argument.
+            if name in str(exc):
+                raise
+            raise type(exc)(f"{name} must be array-like of numbers: {exc}") from None
     arr = np.array(x, dtype=np.float64, copy=True if copy else None)
     # One sum is finite exactly when every element is (barring overflow, which
     # the element-wise checks then clear).

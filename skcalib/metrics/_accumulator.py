@@ -28,11 +28,11 @@ from .._backend.distributed import (
     node_statistics,
 )
 from .._backend.grid import FINE_M
+from .._params import check_param
 from .._validation import (
     check_binned_options,
     check_bool,
     check_calibration_inputs,
-    check_int,
     check_label_chunk,
     check_probability_array,
     check_same_label_kind,
@@ -431,7 +431,7 @@ class CalibrationAccumulator:
         -------
         error : float or BinnedCalibrationResult
         """
-        n_bins = check_int(n_bins, "n_bins", min_val=1)
+        n_bins = check_param("n_bins", n_bins)
         check_binned_options(norm, debias, root, return_details)
         table = self._bin_table(n_bins)
         value = binned_error_value(table, norm, debias, not root)
