@@ -867,3 +867,307 @@ def test_band_drawn_by_default_and_legend_says_what_it_is():
     s = rng.uniform(size=200_001)
     big = SmoothReliabilityDisplay.from_predictions(rng.uniform(size=s.size) < s, s)
     assert big.band_ is None and big.smece_ci is None
+
+
+# --- the display battery: every display through one set of tests -----------
+
+
+def _fitted():
+    X, y = make_classification(n_samples=1200, random_state=0)
+    return LogisticRegression().fit(X[:600], y[:600]), X[600:], y[600:]
+
+
+def _smooth_case():
+    def build(ax=None, style=None, **kw):
+        y, p = _binary(n=1500)
+        return SmoothReliabilityDisplay.from_predictions(
+            y,
+            p,
+            n_bootstrap=20,
+            random_state=0,
+            ax=ax,
+            curve_kwargs=style,
+            density_panel=True,
+            **kw,
+        )
+
+    def check_frame(disp, table):
+        np.testing.assert_array_equal(table["score"], disp.line_.get_xdata())
+        np.testing.assert_array_equal(table["y_smooth"], disp.line_.get_ydata())
+        band = _vertices(disp.band_)
+        assert _has_points(band, table["score"], table["y_smooth_low"])
+        assert _has_points(band, table["score"], table["y_smooth_high"])
+        dens = disp.density_ax_.lines[0]
+        np.testing.assert_array_equal(table["score"], dens.get_xdata())
+        np.testing.assert_array_equal(table["density"], dens.get_ydata())
+        half = 0.5 * 0.05 * table["density"] / table["density"].max()
+        assert _has_points(
+            _vertices(disp.ribbon_), table["score"], table["y_smooth"] + half
+        )
+        np.testing.assert_array_equal(table["effective_size"], disp.effective_size)
+
+    def styled(disp):
+        return matplotlib.colors.same_color(disp.line_.get_color(), "red")
+
+    y, p = _binary(n=300)
+    return {
+        "build": build,
+        "estimator": lambda clf, X, y: SmoothReliabilityDisplay.from_estimator(
+            clf, X, y, n_bootstrap=0
+        ),
+        "check_frame": check_frame,
+        "styled": styled,
+        "bad": [
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(y, p, n_bootstrap=-1),
+                "n_bootstrap",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, np.r_[p[:-1], np.nan]
+                ),
+                "y_proba",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, p, n_bootstrap=0, ax="x"
+                ),
+                "ax",
+            ),
+        ],
+    }
+
+
+def _binned_case():
+    def build(ax=None, style=None, **kw):
+        y, p = _binary(n=1500)
+        return BinnedReliabilityDisplay.from_predictions(
+            y, p, n_bins=8, ax=ax, curve_kwargs=style, density_panel=True, **kw
+        )
+
+    def check_frame(disp, table):
+        bars = disp.bars_
+        np.testing.assert_allclose(table["bin_left"], [b.get_x() for b in bars])
+        np.testing.assert_allclose(
+            table["bin_right"] - table["bin_left"], [b.get_width() for b in bars]
+        )
+        np.testing.assert_allclose(table["mean_label"], [b.get_height() for b in bars])
+        np.testing.assert_array_equal(table["mean_score"], disp.line_.get_xdata())
+        np.testing.assert_array_equal(table["mean_label"], disp.line_.get_ydata())
+        panel = disp.density_ax_.patches
+        np.testing.assert_allclose(table["density"], [b.get_height() for b in panel])
+        alphas = np.array([b.get_facecolor()[3] for b in bars])
+        order = np.argsort(table["share"])
+        assert np.all(np.diff(alphas[order]) >= -1e-12)
+
+    y, p = _binary(n=300)
+    return {
+        "build": build,
+        "estimator": lambda clf, X, y: BinnedReliabilityDisplay.from_estimator(
+            clf, X, y, n_bins=5
+        ),
+        "check_frame": check_frame,
+        "styled": lambda d: matplotlib.colors.same_color(d.line_.get_color(), "red"),
+        "bad": [
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(y, p, n_bins=0),
+                "n_bins",
+            ),
+            (lambda: BinnedReliabilityDisplay.from_predictions(y[:-1], p), "samples"),
+            (lambda: BinnedReliabilityDisplay.from_predictions(y, p, ax="x"), "ax"),
+        ],
+    }
+
+
+def _bound_case():
+    def build(ax=None, style=None, **kw):
+        y, s = _square_problem(4000)
+        return CalibrationBoundDisplay.from_predictions(
+            y,
+            s,
+            lipschitz=2.0,
+            true_ce=1 / 6,
+            random_state=0,
+            ax=ax,
+            bar_kwargs=style,
+            **kw,
+        )
+
+    def check_frame(disp, table):
+        np.testing.assert_array_equal(list(table["method"]), disp.methods)
+        bottom = np.zeros(len(disp.methods))
+        for group, bars in disp.bars_.items():
+            heights = np.array([b.get_height() for b in bars])
+            np.testing.assert_allclose(table[f"{group}_term"], heights)
+            np.testing.assert_allclose([b.get_y() for b in bars], bottom)
+            bottom = bottom + heights
+        np.testing.assert_allclose(table["upper"], bottom)
+        np.testing.assert_allclose(table["binned_ece"], disp.ece_line_.get_ydata()[0])
+        np.testing.assert_allclose(table["true_ce"], 1 / 6)
+
+    def styled(disp):
+        return all(
+            matplotlib.colors.same_color(b.get_facecolor(), "red")
+            for bars in disp.bars_.values()
+            for b in bars
+        )
+
+    y, s = _square_problem(500)
+    return {
+        "build": build,
+        "estimator": lambda clf, X, y: CalibrationBoundDisplay.from_estimator(
+            clf, X, y, random_state=0
+        ),
+        "check_frame": check_frame,
+        "styled": styled,
+        "bad": [
+            (lambda: CalibrationBoundDisplay.from_predictions(y, s, delta=2), "delta"),
+            (
+                lambda: CalibrationBoundDisplay.from_predictions(y, s, true_ce=2.0),
+                "true_ce",
+            ),
+            (
+                lambda: CalibrationBoundDisplay.from_predictions(
+                    y, s, random_state=0, ax="x"
+                ),
+                "ax",
+            ),
+        ],
+    }
+
+
+def _perturbation_case():
+    def build(ax=None, style=None, **kw):
+        disp = PerturbationDisplay.from_result(_scale_result(), ax=ax, **kw)
+        if style is not None:
+            plt.close(disp.figure_) if ax is None else None
+            disp = disp.plot(ax=ax, curve_kwargs=style)
+        return disp
+
+    def check_frame(disp, table):
+        np.testing.assert_array_equal(table["scale"], disp.line_.get_xdata())
+        np.testing.assert_array_equal(table["score_mean"], disp.line_.get_ydata())
+        np.testing.assert_array_equal(
+            table["bound_upper"], disp.bound_line_.get_ydata()
+        )
+        assert table["scale"][np.asarray(table["recommended"])].tolist() == [
+            disp.recommended_line_.get_xdata()[0]
+        ]
+
+    X, y = make_classification(n_samples=300, random_state=0)
+    return {
+        "build": build,
+        "estimator": lambda clf, X, y: PerturbationDisplay.from_estimator(
+            LogisticRegression(), X, y, scales=[2**-6, 2**-3], cv=2, random_state=0
+        ),
+        "check_frame": check_frame,
+        "styled": lambda d: matplotlib.colors.same_color(d.line_.get_color(), "red"),
+        "bad": [
+            (lambda: PerturbationDisplay.from_result({"scales": [0.1]}), "result"),
+            (
+                lambda: PerturbationDisplay.from_estimator(
+                    LogisticRegression(), X, y, tolerance=-1
+                ),
+                "tolerance",
+            ),
+            (lambda: PerturbationDisplay.from_result(_scale_result(), ax="x"), "ax"),
+        ],
+    }
+
+
+BATTERY = {
+    "smooth": _smooth_case,
+    "binned": _binned_case,
+    "bound": _bound_case,
+    "perturbation": _perturbation_case,
+}
+
+
+@pytest.fixture(params=sorted(BATTERY))
+def case(request):
+    return BATTERY[request.param]()
+
+
+def test_battery_from_predictions_and_estimator(case):
+    disp = case["build"]()
+    assert disp.figure_ is disp.ax_.figure
+    clf, X, y = _fitted()
+    other = case["estimator"](clf, X, y)
+    assert other.figure_ is not disp.figure_
+    assert type(other) is type(disp)
+
+
+def test_battery_plot_on_existing_axes(case):
+    fig, ax = plt.subplots()
+    n_figs = len(plt.get_fignums())
+    disp = case["build"](ax=ax)
+    assert disp.ax_ is ax and disp.figure_ is fig
+    assert len(plt.get_fignums()) == n_figs
+    # Re-plotting the same data elsewhere draws the same table.
+    again = disp.plot(ax=plt.subplots()[1])
+    assert again.ax_ is not ax
+
+
+def test_battery_style_kwargs_reach_the_artists(case):
+    assert case["styled"](case["build"](style={"color": "red"}))
+    assert not case["styled"](case["build"]())
+
+
+def test_battery_frame_equals_plotted_data(case):
+    pd = pytest.importorskip("pandas")
+    disp = case["build"]()
+    table = disp.frame()
+    assert isinstance(table, pd.DataFrame) and len(table) > 0
+    case["check_frame"](disp, {c: table[c].to_numpy() for c in table.columns})
+    arrays = disp.frame(as_frame=False)
+    assert isinstance(arrays, dict) and list(arrays) == list(table.columns)
+    for col, values in arrays.items():
+        assert isinstance(values, np.ndarray)
+        np.testing.assert_array_equal(values, table[col].to_numpy())
+    with pytest.raises(TypeError, match="as_frame"):
+        disp.frame(as_frame="yes")
+
+
+def test_battery_frame_without_pandas(case, monkeypatch):
+    disp = case["build"]()
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="as_frame=False"):
+        disp.frame()
+    case["check_frame"](disp, disp.frame(as_frame=False))
+
+
+def test_battery_bad_input_names_the_argument(case):
+    for call, name in case["bad"]:
+        with pytest.raises((ValueError, TypeError), match=name):
+            call()
+
+
+def test_frame_of_several_curves_and_classes():
+    pd = pytest.importorskip("pandas")
+    y, P = _multiclass(n=1500)
+    disp = SmoothReliabilityDisplay.from_predictions(
+        y, P, multi_class="classwise", n_bootstrap=0
+    )
+    table = disp.frame()
+    assert list(table.columns[:2]) == ["curve", "label"]
+    for k, line in enumerate(disp.line_):
+        part = table[table["curve"] == k]
+        assert set(part["label"]) == {k}
+        np.testing.assert_array_equal(part["y_smooth"], line.get_ydata())
+    binned = BinnedReliabilityDisplay.from_predictions(
+        y, P, multi_class="classwise", n_bins=5
+    ).frame()
+    assert isinstance(binned, pd.DataFrame)
+    assert binned.groupby("label")["share"].sum().round(12).tolist() == [1.0] * 3
+    X, yy = make_classification(n_samples=600, random_state=0)
+    cv = cross_validate(
+        LogisticRegression(), X, yy, cv=3, return_estimator=True, return_indices=True
+    )
+    folds = SmoothReliabilityDisplay.from_cv_results(cv, X, yy).frame()
+    assert "label" not in folds and sorted(set(folds["curve"])) == [0, 1, 2]
+    sizes = CalibrationBoundDisplay.from_sample_sizes(
+        *_square_problem(4000), sample_sizes=[1000, 4000], random_state=0
+    )
+    table = sizes.frame()
+    assert table["n_samples"].tolist() == [1000, 4000]
+    np.testing.assert_array_equal(table["upper"], sizes.line_[0].get_ydata())

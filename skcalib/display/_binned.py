@@ -8,7 +8,10 @@ from .._validation import binary_tasks
 from ..metrics import binned_calibration_error
 from ._plotting import (
     ReliabilityDisplayBase,
+    check_as_frame,
     merge_style,
+    stack_curves,
+    to_table,
 )
 
 __all__ = ["BinnedReliabilityDisplay"]
@@ -32,7 +35,8 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
     curves. Top-label diagrams of ``K`` classes are drawn on ``[1/K, 1]``,
     where confidences can lie. The optional panel below is the histogram of
     the predictions as a density (each bin's share of the weight divided by
-    its width, so it integrates to one whatever the binning).
+    its width, so it integrates to one whatever the binning);
+    :meth:`frame` returns the plotted data as a table.
 
     Use :meth:`from_estimator`, :meth:`from_predictions` or
     :meth:`from_cv_results` to create one. Every data parameter holds one
@@ -248,6 +252,43 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             "share": share,
             "density": share / width,
         }
+
+    def frame(self, *, as_frame=True):
+        """The plotted data as a table, one row per non-empty bin of each curve.
+
+        Parameters
+        ----------
+        as_frame : bool, default=True
+            Return a :class:`pandas.DataFrame` (pandas is then required);
+            ``False`` returns a dict of numpy arrays.
+
+        Returns
+        -------
+        table : DataFrame or dict of ndarray
+            Columns ``bin`` (position among the bins), ``bin_left`` and
+            ``bin_right`` (the bar as drawn), ``mean_score`` and ``mean_label``
+            (the marker: mean prediction and fraction of positives, the bar's
+            height), ``weight`` (of the bin), ``share`` (of the total weight:
+            the bar's opacity) and ``density`` (the density panel); with
+            several curves, ``curve`` (their index) in front, and ``label``
+            for the classes of a classwise diagram.
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> from skcalib.display import BinnedReliabilityDisplay
+        >>> disp = BinnedReliabilityDisplay.from_predictions(
+        ...     [0, 0, 1, 1], [0.1, 0.4, 0.6, 1.0], n_bins=2)
+        >>> disp.frame()[["bin", "mean_score", "mean_label", "density"]]
+           bin  mean_score  mean_label  density
+        0    0        0.25         0.0      1.0
+        1    1        0.80         1.0      1.0
+        >>> plt.close(disp.figure_)
+        """
+        as_frame = check_as_frame(as_frame)
+        records = self._records()
+        tables = [self._bars(r) for r in records]
+        return to_table(stack_curves(tables, self._curve_keys()), as_frame)
 
     def _draw(self, ax, r, style, dax, *, bar_kwargs):
         from matplotlib.colors import to_rgba

@@ -282,6 +282,56 @@ def data_fields(records, fields):
 REF_LINE_LABEL = "Perfectly calibrated"
 
 
+def to_table(columns, as_frame):
+    """``columns`` (a dict of equal-length arrays) as a DataFrame or a dict.
+
+    ``as_frame=True`` needs pandas; ``False`` returns the dict of numpy arrays.
+    """
+    columns = {k: np.asarray(v) for k, v in columns.items()}
+    if not as_frame:
+        return columns
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise ImportError(
+            "frame() returns a pandas DataFrame and needs pandas (pip install "
+            "pandas); frame(as_frame=False) returns a dict of numpy arrays instead."
+        ) from exc
+    return pd.DataFrame(columns)
+
+
+def stack_curves(tables, keys):
+    """One long table from per-curve tables, with ``keys`` columns in front.
+
+    ``keys`` maps a column name to one value per curve (e.g. the class of each
+    curve); a column is added only when it varies or names a class.
+    """
+    lengths = [len(next(iter(tab.values()))) if tab else 0 for tab in tables]
+    out = {}
+    for name, values in keys.items():
+        out[name] = (
+            np.concatenate(
+                [
+                    np.full(m, v, dtype=object)
+                    for m, v in zip(lengths, values, strict=True)
+                ]
+            )
+            if lengths
+            else np.array([], dtype=object)
+        )
+        if all(isinstance(v, (int, np.integer)) for v in values):
+            out[name] = out[name].astype(np.int64)
+    for col in tables[0]:
+        out[col] = np.concatenate([np.asarray(tab[col]) for tab in tables])
+    return out
+
+
+def check_as_frame(as_frame):
+    if not isinstance(as_frame, (bool, np.bool_)):
+        raise TypeError(f"as_frame must be a bool (True or False); got {as_frame!r}.")
+    return bool(as_frame)
+
+
 def score_range_of(data, multi_class):
     """Where the scores of a problem can lie: ``[1/K, 1]`` for top-label."""
     if data.kind == "multiclass" and multi_class == "top-label":
@@ -408,6 +458,17 @@ class ReliabilityDisplayBase:
 
     def _legend_details(self, records):
         return None
+
+    def _curve_keys(self):
+        """Columns that tell the curves of a table apart (see ``stack_curves``)."""
+        n = len(as_list(getattr(self, self._fields[0])))
+        keys = {}
+        if n > 1:
+            keys["curve"] = list(range(n))
+        labels = as_list(self.class_label, n)
+        if labels[0] is not None:
+            keys["label"] = labels
+        return keys
 
     def _is_note(self, label):
         """Whether a legend entry explains the drawing rather than a curve."""

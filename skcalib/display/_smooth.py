@@ -12,8 +12,11 @@ from .._validation import binary_tasks, check_random_generator, check_real
 from ..metrics import smooth_calibration_curve
 from ._plotting import (
     ReliabilityDisplayBase,
+    check_as_frame,
     level_text,
     merge_style,
+    stack_curves,
+    to_table,
 )
 
 __all__ = ["SmoothReliabilityDisplay"]
@@ -74,6 +77,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
     density itself, a kernel density estimate with its own bandwidth (a
     rule of thumb, not the calibration smoother's). Top-label curves of ``K``
     classes are drawn on ``[1/K, 1]``, where confidences can lie.
+    :meth:`frame` returns the plotted data as a table.
 
     Use :meth:`from_estimator`, :meth:`from_predictions` or
     :meth:`from_cv_results` to create one. Every data parameter holds one
@@ -352,6 +356,48 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             else np.asarray(ess, dtype=float)[keep]
         )
         return out
+
+    def frame(self, *, as_frame=True):
+        """The plotted data as a table, one row per point of each curve.
+
+        Parameters
+        ----------
+        as_frame : bool, default=True
+            Return a :class:`pandas.DataFrame` (pandas is then required);
+            ``False`` returns a dict of numpy arrays.
+
+        Returns
+        -------
+        table : DataFrame or dict of ndarray
+            Columns ``score`` (x), ``y_smooth`` (the curve),
+            ``y_smooth_low`` and ``y_smooth_high`` (the bootstrap band, NaN
+            without one), ``density`` (the density panel and the ribbon's
+            width) and ``effective_size`` (samples under the kernel, which
+            sets the fade); with several curves, ``curve`` (their index) in
+            front, and ``label`` for the classes of a classwise diagram. Only
+            points inside :attr:`score_range` are listed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skcalib.display import SmoothReliabilityDisplay
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=500)
+        >>> y = rng.uniform(size=500) < p
+        >>> disp = SmoothReliabilityDisplay.from_predictions(y, p, random_state=0)
+        >>> table = disp.frame()
+        >>> list(table.columns)
+        ['score', 'y_smooth', 'y_smooth_low', 'y_smooth_high', 'density', \
+'effective_size']
+        >>> bool((table.y_smooth_low <= table.y_smooth_high).all())
+        True
+        >>> import matplotlib.pyplot as plt
+        >>> plt.close("all")
+        """
+        as_frame = check_as_frame(as_frame)
+        records = self._records()
+        tables = [self._drawn(r) for r in records]
+        return to_table(stack_curves(tables, self._curve_keys()), as_frame)
 
     @property
     def _density_label(self):
