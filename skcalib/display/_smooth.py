@@ -22,8 +22,9 @@ from ._plotting import (
 __all__ = ["SmoothReliabilityDisplay"]
 
 # ``n_bootstrap="auto"``: this many resamples up to AUTO_MAX_SAMPLES rows
-# (about 0.7 s on one core, whatever n below that), none above, where a
-# resample costs ~30 ms per million rows and the band is narrower than the line.
+# (0.6 s at n <= 1e4, 1.5 s at 2e5 on one core; bench_display_default.py),
+# none above, where a resample costs ~30 ms per million rows and the band is
+# narrower than the line.
 AUTO_BOOTSTRAP = 100
 AUTO_MAX_SAMPLES = 200_000
 BAND_LABEL = "bootstrap band"
@@ -622,10 +623,11 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             ``multi_class="classwise"`` draws one panel per class.
         n_bootstrap : int or "auto", default="auto"
             Bootstrap resamples of the band and of the smECE interval.
-            ``"auto"`` is 100 resamples up to 200,000 samples (about 0.7 s
-            whatever ``n`` below that) and none above: each resample costs
-            about 30 ms per million rows, and the band is then narrower than
-            the line. ``0`` draws no band.
+            ``"auto"`` is 100 resamples up to 200,000 samples (about 0.6 s
+            up to 10,000 samples, 1.5 s at 200,000, against 0.05-0.2 s
+            without a band) and none above: each resample costs about 30 ms
+            per million rows, and the band is then narrower than the line.
+            ``0`` draws no band.
         confidence_level, ci_method, sample_weight, pos_label, labels, \
 random_state, n_jobs
             As in :func:`skcalib.metrics.smooth_calibration_curve`.
