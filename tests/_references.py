@@ -24,3 +24,19 @@ def reflected_kernel(t, s, sigma):
                 continue
             out += np.exp(-0.5 * ((arg - 2 * m) / sigma) ** 2)
     return out / (sigma * np.sqrt(2 * np.pi))
+
+
+def silverman_bandwidth(x):
+    """Silverman's rule of thumb ``0.9 min(sd, IQR / 1.349) n^(-1/5)``."""
+    x = np.asarray(x, dtype=float)
+    q25, q75 = np.percentile(x, [25, 75])
+    return 0.9 * min(x.std(), (q75 - q25) / 1.349) * x.size ** (-0.2)
+
+
+def reflected_kde(at, s, h, lo=0.0, hi=1.0):
+    """Gaussian kernel density of ``s`` on ``[lo, hi]``, reflected at both ends,
+    by direct kernel sums."""
+    span = hi - lo
+    u = (np.asarray(at, dtype=float) - lo) / span
+    v = (np.asarray(s, dtype=float) - lo) / span
+    return reflected_kernel(u, v, h / span).mean(axis=1) / span

@@ -10,6 +10,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from _references import (  # noqa: E402
+    reflected_kde,
+    reflected_kernel,
+    silverman_bandwidth,
+)
 from sklearn.datasets import make_classification  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
@@ -89,11 +94,16 @@ def test_smooth_ribbon_width_follows_density():
     p = np.clip(rng.beta(0.6, 0.6, size=p.size), 0, 1)  # dense near 0 and 1
     curve = smooth_calibration_curve(y, p)
     width = 0.08
-    disp = SmoothReliabilityDisplay.from_predictions(y, p, density_width=width)
+    disp = SmoothReliabilityDisplay.from_predictions(
+        y, p, density_width=width, n_bootstrap=0
+    )
     assert len(disp.ribbon_.get_paths()) >= 1
-    # Ribbon = curve +- half-width, half-width proportional to the density
-    # and equal to width / 2 at the densest point.
-    half = 0.5 * width * curve.density / curve.density.max()
+    # Ribbon = curve +- half-width, half-width proportional to the density of
+    # the scores (its own bandwidth) and equal to width / 2 at the densest point.
+    dens = reflected_kde(curve.scores, p, silverman_bandwidth(p))
+    half = 0.5 * width * dens / dens.max()
+    np.testing.assert_allclose(disp.density, dens, rtol=1e-3, atol=1e-3)
+    half = 0.5 * width * disp.density / disp.density.max()
     ribbon = _vertices(disp.ribbon_)
     assert _has_points(ribbon, curve.scores, curve.y_smooth + half)
     assert _has_points(ribbon, curve.scores, curve.y_smooth - half)
@@ -115,8 +125,10 @@ def test_several_models_on_one_axes_and_ax_respected():
     assert len(plt.get_fignums()) == n_figs
     assert second.ref_line_ is None  # the diagonal is drawn once
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert len(labels) == 3
+    # The curves, the diagonal, then what the band and the ribbon are (once).
+    assert len(labels) == 5
     assert labels[0].startswith("raw (") and labels[2].startswith("sqrt (")
+    assert labels[3:] == ["95% bootstrap band", "Width ∝ score density"]
     np.testing.assert_array_equal(
         second.line_.get_ydata(), smooth_calibration_curve(y, np.sqrt(p)).y_smooth
     )
@@ -145,7 +157,8 @@ def test_density_panel_created_and_reused():
     dax = disp.density_ax_
     assert dax is not None and dax.figure is disp.figure_ and dax is not disp.ax_
     curve = smooth_calibration_curve(y, p)
-    np.testing.assert_allclose(dax.lines[0].get_ydata(), curve.density)
+    ref = reflected_kde(curve.scores, p, silverman_bandwidth(p))
+    np.testing.assert_allclose(dax.lines[0].get_ydata(), ref, rtol=1e-3, atol=1e-3)
     assert dax.get_xlabel().startswith("Predicted probability")
     n_axes = len(disp.figure_.axes)
     other = SmoothReliabilityDisplay.from_predictions(
@@ -255,7 +268,10 @@ def test_from_cv_results_fold_model_that_missed_a_class():
     assert est.classes_.tolist() == [0, 1]
     P = np.column_stack([est.predict_proba(X[test]), np.zeros(len(test))])
     ref = smooth_calibration_curve(y[test], P, labels=[0, 1, 2])
-    np.testing.assert_array_equal(disp.line_[2].get_ydata(), ref.y_smooth)
+    # Top-label confidences of 3 classes lie in [1/3, 1]: the curve is drawn there.
+    on = ref.scores >= 1 / 3
+    np.testing.assert_array_equal(disp.line_[2].get_xdata(), ref.scores[on])
+    np.testing.assert_array_equal(disp.line_[2].get_ydata(), ref.y_smooth[on])
 
 
 def test_from_cv_results_bootstrap_differs_between_folds_but_is_seeded():
@@ -279,7 +295,8 @@ def test_top_label_and_classwise_grid():
     conf = P.max(axis=1)
     correct = P.argmax(axis=1) == y
     ref = smooth_calibration_curve(correct, conf)  # top-label by definition
-    np.testing.assert_allclose(top.line_.get_ydata(), ref.y_smooth)
+    on = ref.scores >= 1 / 3
+    np.testing.assert_allclose(top.line_.get_ydata(), ref.y_smooth[on])
     assert top.ax_.get_xlabel().startswith("Confidence")
     assert top.ax_.get_ylabel() == "Accuracy"
 
@@ -390,8 +407,9 @@ def test_binned_from_estimator_and_cv():
     )
     edges, b, wt, ybar, sbar, ece = _brute_force_bins(y, clf.predict_proba(X)[:, 1], 5)
     np.testing.assert_allclose(disp.line_.get_ydata(), ybar)
-    shares = [r.get_height() for r in disp.density_ax_.patches]
-    np.testing.assert_allclose(shares, wt / wt.sum())
+    # The panel is the histogram as a density: share of the weight per unit.
+    heights = [r.get_height() for r in disp.density_ax_.patches]
+    np.testing.assert_allclose(heights, wt / wt.sum() / (1 / 5))
     cv = cross_validate(clf, X, y, cv=3, return_estimator=True, return_indices=True)
     multi = BinnedReliabilityDisplay.from_cv_results(cv, X, y, n_bins=5)
     assert len(multi.line_) == 3 and len(multi.bars_) == 3
@@ -713,3 +731,476 @@ def test_bound_display_from_estimator_reads_the_perturbation_scale():
     plain = LogisticRegression().fit(X[:2000], y[:2000])
     disp = CalibrationBoundDisplay.from_estimator(plain, X[2000:], y[2000:])
     assert disp.methods == ["tv"]
+
+
+# --- range, density, fade and band of the reliability diagrams --------------
+
+
+def _reliability(cls, y, p, **kw):
+    if cls is SmoothReliabilityDisplay:
+        kw.setdefault("n_bootstrap", 0)
+    return cls.from_predictions(y, p, density_panel=True, **kw)
+
+
+def _panel_density(disp):
+    """(x, density) drawn on the density panel."""
+    if isinstance(disp, SmoothReliabilityDisplay):
+        line = disp.density_ax_.lines[0]
+        return line.get_xdata(), line.get_ydata()
+    bars = disp.density_ax_.patches
+    left = np.array([b.get_x() for b in bars])
+    return left, np.array([b.get_height() for b in bars])
+
+
+def _panel_integral(disp):
+    x, d = _panel_density(disp)
+    if isinstance(disp, SmoothReliabilityDisplay):
+        return np.trapezoid(d, x)
+    widths = np.array([b.get_width() for b in disp.density_ax_.patches])
+    return float(np.sum(d * widths))
+
+
+RELIABILITY = [SmoothReliabilityDisplay, BinnedReliabilityDisplay]
+
+
+@pytest.mark.parametrize("cls", RELIABILITY)
+def test_density_panel_known_shapes(cls):
+    # Uniform scores have density 1 on [0, 1]; Beta(1/2, 1/2) scores are
+    # U-shaped. Labels far from calibrated (y ~ 1 - s) make sigma* = smECE
+    # large, and labels exactly calibrated make it small: the panel must show
+    # the scores' shape whatever the calibration.
+    rng = np.random.default_rng(0)
+    n = 20000
+    for labels in ("calibrated", "reversed"):
+        s = rng.uniform(size=n)
+        u = rng.uniform(size=n)
+        y = (u < s) if labels == "calibrated" else (u < 1 - s)
+        disp = _reliability(cls, y.astype(int), s)
+        x, d = _panel_density(disp)
+        assert _panel_integral(disp) == pytest.approx(1.0, abs=0.01)
+        assert np.max(np.abs(d - 1.0)) < 0.15, (labels, np.round(d, 2))
+        b = rng.beta(0.5, 0.5, size=n)
+        y = (u < b) if labels == "calibrated" else (u < 1 - b)
+        disp = _reliability(cls, y.astype(int), b)
+        x, d = _panel_density(disp)
+        assert _panel_integral(disp) == pytest.approx(1.0, abs=0.01)
+        middle = d[(x > 0.35) & (x < 0.65)]
+        ends = np.r_[d[x < 0.05], d[x > 0.93]]
+        # Beta(1/2, 1/2): density 0.64 at 1/2, above 1.4 within 0.07 of the ends.
+        assert middle.max() < 0.8 and ends.min() > 1.3, (labels, np.round(d, 2))
+
+
+def test_density_bandwidth_rule_and_override():
+    y, p = _binary(n=4000)
+    disp = SmoothReliabilityDisplay.from_predictions(y, p, n_bootstrap=0)
+    assert disp.density_bandwidth == pytest.approx(silverman_bandwidth(p), rel=1e-3)
+    given = SmoothReliabilityDisplay.from_predictions(
+        y, p, n_bootstrap=0, density_bandwidth=0.2
+    )
+    assert given.density_bandwidth == 0.2
+    np.testing.assert_allclose(
+        given.density, reflected_kde(given.scores, p, 0.2), rtol=1e-3, atol=1e-3
+    )
+    scott = SmoothReliabilityDisplay.from_predictions(
+        y, p, n_bootstrap=0, density_bandwidth="scott"
+    )
+    assert scott.density_bandwidth == pytest.approx(1.06 * p.std() * 4000**-0.2)
+    for bad in ("wide", 0.0, -1.0, np.nan, True):
+        with pytest.raises(ValueError, match="density_bandwidth"):
+            SmoothReliabilityDisplay.from_predictions(
+                y, p, n_bootstrap=0, density_bandwidth=bad
+            )
+
+
+@pytest.mark.parametrize("cls", RELIABILITY)
+def test_top_label_drawn_where_confidences_lie(cls):
+    y, P = _multiclass(n=4000, k=4)
+    disp = _reliability(cls, y, P)
+    assert disp.score_range == (0.25, 1.0)
+    lo, hi = disp.ax_.get_xlim()
+    assert 0.24 < lo < 0.25 and 1.0 < hi < 1.01
+    np.testing.assert_allclose(disp.ref_line_.get_xdata(), [0.25, 1.0])
+    np.testing.assert_allclose(disp.ref_line_.get_ydata(), [0.25, 1.0])
+    x, _ = _panel_density(disp)
+    assert x.min() >= 0.25 - 1e-12
+    assert _panel_integral(disp) == pytest.approx(1.0, abs=0.01)
+    if cls is SmoothReliabilityDisplay:
+        assert disp.line_.get_xdata().min() >= 0.25 - 1e-12
+        # The density is reflected at 1/4: it integrates to one on [1/4, 1]
+        # and matches direct kernel sums there.
+        conf = P.max(axis=1)
+        xs, ds = _panel_density(disp)
+        ref = reflected_kde(xs, conf, silverman_bandwidth(conf), lo=0.25)
+        np.testing.assert_allclose(ds, ref, rtol=2e-3, atol=2e-3)
+    else:
+        assert min(b.get_x() for b in disp.bars_) >= 0.25 - 1e-12
+    # Classwise probabilities can be anywhere in [0, 1].
+    classwise = _reliability(cls, y, P, multi_class="classwise")
+    assert classwise.score_range == (0.0, 1.0)
+
+
+def test_fade_follows_local_sample_size():
+    # Few scores near 1: the curve rests on little data there.
+    rng = np.random.default_rng(4)
+    p = rng.beta(2, 6, size=300)
+    y = (rng.uniform(size=300) < p).astype(int)
+    disp = SmoothReliabilityDisplay.from_predictions(y, p, n_bootstrap=0)
+    K = reflected_kernel(disp.scores, p, disp.sigma)
+    ess = K.sum(axis=1) ** 2 / (K**2).sum(axis=1)
+    # Where about one sample is under the kernel the kernel sums are at the
+    # round-off of the FFT; both say "faint" there.
+    ok = ess >= 2
+    assert ok.mean() > 0.7
+    np.testing.assert_allclose(disp.effective_size[ok], ess[ok], rtol=1e-3)
+    assert np.all(disp.effective_size[~ok] < 30)
+    # The line keeps the whole curve but is clipped to the supported part;
+    # the faded segments are where fewer than 30 samples are under the kernel.
+    np.testing.assert_array_equal(disp.line_.get_ydata(), disp.y_smooth)
+    assert disp.line_.get_clip_path() is not None
+    alphas = disp.fade_.get_colors()[:, 3]
+    assert alphas.min() >= 0.2 - 1e-12 and alphas.max() < 1
+    starts = disp.fade_.get_segments()
+    faded_x = np.array([seg[0, 0] for seg in starts])
+    sparse = disp.scores[ess < 30]
+    assert np.all(np.isin(sparse[:-1], faded_x) | np.isin(sparse[:-1] - 1, faded_x))
+    legend = [t.get_text() for t in disp.ax_.get_legend().get_texts()]
+    assert "Faint: < 30 samples nearby" in legend
+    uniform = SmoothReliabilityDisplay.from_predictions(
+        y, p, n_bootstrap=0, fade_below=None
+    )
+    assert uniform.fade_ is None and uniform.line_.get_clip_path() is None
+    big_y, big_p = _binary(n=50000)
+    big = SmoothReliabilityDisplay.from_predictions(big_y, big_p, n_bootstrap=0)
+    assert big.fade_ is None  # everywhere well above 30 samples
+    with pytest.raises(ValueError, match="fade_below"):
+        SmoothReliabilityDisplay.from_predictions(y, p, n_bootstrap=0, fade_below=0)
+
+
+def test_band_drawn_by_default_and_legend_says_what_it_is():
+    y, p = _binary(n=2000)
+    disp = SmoothReliabilityDisplay.from_predictions(y, p, random_state=0)
+    assert disp.band_ is not None and disp.smece_ci is not None
+    ref = smooth_calibration_curve(y, p, n_bootstrap=100, random_state=0)
+    np.testing.assert_array_equal(disp.y_smooth_low, ref.y_smooth_low)
+    legend = [t.get_text() for t in disp.ax_.get_legend().get_texts()]
+    assert legend[-2:] == ["95% bootstrap band", "Width ∝ score density"]
+    lvl = SmoothReliabilityDisplay.from_predictions(
+        y, p, random_state=0, confidence_level=0.9
+    )
+    assert "90% bootstrap band" in [
+        t.get_text() for t in lvl.ax_.get_legend().get_texts()
+    ]
+    none = SmoothReliabilityDisplay.from_predictions(y, p, n_bootstrap=0)
+    assert none.band_ is None
+    assert "95% bootstrap band" not in [
+        t.get_text() for t in none.ax_.get_legend().get_texts()
+    ]
+    # Above 200,000 samples "auto" draws no band (its cost grows with n).
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=200_001)
+    big = SmoothReliabilityDisplay.from_predictions(rng.uniform(size=s.size) < s, s)
+    assert big.band_ is None and big.smece_ci is None
+
+
+# --- the display battery: every display through one set of tests -----------
+
+
+def _fitted():
+    X, y = make_classification(n_samples=1200, random_state=0)
+    return LogisticRegression().fit(X[:600], y[:600]), X[600:], y[600:]
+
+
+def _smooth_case():
+    def build(ax=None, style=None, **kw):
+        y, p = _binary(n=1500)
+        return SmoothReliabilityDisplay.from_predictions(
+            y,
+            p,
+            n_bootstrap=20,
+            random_state=0,
+            ax=ax,
+            curve_kwargs=style,
+            density_panel=True,
+            **kw,
+        )
+
+    def check_frame(disp, table):
+        np.testing.assert_array_equal(table["score"], disp.line_.get_xdata())
+        np.testing.assert_array_equal(table["y_smooth"], disp.line_.get_ydata())
+        band = _vertices(disp.band_)
+        assert _has_points(band, table["score"], table["y_smooth_low"])
+        assert _has_points(band, table["score"], table["y_smooth_high"])
+        dens = disp.density_ax_.lines[0]
+        np.testing.assert_array_equal(table["score"], dens.get_xdata())
+        np.testing.assert_array_equal(table["density"], dens.get_ydata())
+        half = 0.5 * 0.05 * table["density"] / table["density"].max()
+        assert _has_points(
+            _vertices(disp.ribbon_), table["score"], table["y_smooth"] + half
+        )
+        np.testing.assert_array_equal(table["effective_size"], disp.effective_size)
+
+    def styled(disp):
+        return matplotlib.colors.same_color(disp.line_.get_color(), "red")
+
+    y, p = _binary(n=300)
+    return {
+        "build": build,
+        "estimator": lambda clf, X, y: SmoothReliabilityDisplay.from_estimator(
+            clf, X, y, n_bootstrap=0
+        ),
+        "check_frame": check_frame,
+        "styled": styled,
+        "bad": [
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(y, p, n_bootstrap=-1),
+                "n_bootstrap",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, np.r_[p[:-1], np.nan]
+                ),
+                "y_proba",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, p, n_bootstrap=0, ax="x"
+                ),
+                "ax",
+            ),
+        ],
+    }
+
+
+def _binned_case():
+    def build(ax=None, style=None, **kw):
+        y, p = _binary(n=1500)
+        return BinnedReliabilityDisplay.from_predictions(
+            y, p, n_bins=8, ax=ax, curve_kwargs=style, density_panel=True, **kw
+        )
+
+    def check_frame(disp, table):
+        bars = disp.bars_
+        np.testing.assert_allclose(table["bin_left"], [b.get_x() for b in bars])
+        np.testing.assert_allclose(
+            table["bin_right"] - table["bin_left"], [b.get_width() for b in bars]
+        )
+        np.testing.assert_allclose(table["mean_label"], [b.get_height() for b in bars])
+        np.testing.assert_array_equal(table["mean_score"], disp.line_.get_xdata())
+        np.testing.assert_array_equal(table["mean_label"], disp.line_.get_ydata())
+        panel = disp.density_ax_.patches
+        np.testing.assert_allclose(table["density"], [b.get_height() for b in panel])
+        alphas = np.array([b.get_facecolor()[3] for b in bars])
+        order = np.argsort(table["share"])
+        assert np.all(np.diff(alphas[order]) >= -1e-12)
+
+    y, p = _binary(n=300)
+    return {
+        "build": build,
+        "estimator": lambda clf, X, y: BinnedReliabilityDisplay.from_estimator(
+            clf, X, y, n_bins=5
+        ),
+        "check_frame": check_frame,
+        "styled": lambda d: matplotlib.colors.same_color(d.line_.get_color(), "red"),
+        "bad": [
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(y, p, n_bins=0),
+                "n_bins",
+            ),
+            (lambda: BinnedReliabilityDisplay.from_predictions(y[:-1], p), "samples"),
+            (lambda: BinnedReliabilityDisplay.from_predictions(y, p, ax="x"), "ax"),
+        ],
+    }
+
+
+def _bound_case():
+    def build(ax=None, style=None, **kw):
+        y, s = _square_problem(4000)
+        return CalibrationBoundDisplay.from_predictions(
+            y,
+            s,
+            lipschitz=2.0,
+            true_ce=1 / 6,
+            random_state=0,
+            ax=ax,
+            bar_kwargs=style,
+            **kw,
+        )
+
+    def check_frame(disp, table):
+        np.testing.assert_array_equal(list(table["method"]), disp.methods)
+        bottom = np.zeros(len(disp.methods))
+        for group, bars in disp.bars_.items():
+            heights = np.array([b.get_height() for b in bars])
+            np.testing.assert_allclose(table[f"{group}_term"], heights)
+            np.testing.assert_allclose([b.get_y() for b in bars], bottom)
+            bottom = bottom + heights
+        np.testing.assert_allclose(table["upper"], bottom)
+        np.testing.assert_allclose(table["binned_ece"], disp.ece_line_.get_ydata()[0])
+        np.testing.assert_allclose(table["true_ce"], 1 / 6)
+
+    def styled(disp):
+        return all(
+            matplotlib.colors.same_color(b.get_facecolor(), "red")
+            for bars in disp.bars_.values()
+            for b in bars
+        )
+
+    y, s = _square_problem(500)
+    return {
+        "build": build,
+        "estimator": lambda clf, X, y: CalibrationBoundDisplay.from_estimator(
+            clf, X, y, random_state=0
+        ),
+        "check_frame": check_frame,
+        "styled": styled,
+        "bad": [
+            (lambda: CalibrationBoundDisplay.from_predictions(y, s, delta=2), "delta"),
+            (
+                lambda: CalibrationBoundDisplay.from_predictions(y, s, true_ce=2.0),
+                "true_ce",
+            ),
+            (
+                lambda: CalibrationBoundDisplay.from_predictions(
+                    y, s, random_state=0, ax="x"
+                ),
+                "ax",
+            ),
+        ],
+    }
+
+
+def _perturbation_case():
+    def build(ax=None, style=None, **kw):
+        disp = PerturbationDisplay.from_result(_scale_result(), ax=ax, **kw)
+        if style is not None:
+            plt.close(disp.figure_) if ax is None else None
+            disp = disp.plot(ax=ax, curve_kwargs=style)
+        return disp
+
+    def check_frame(disp, table):
+        np.testing.assert_array_equal(table["scale"], disp.line_.get_xdata())
+        np.testing.assert_array_equal(table["score_mean"], disp.line_.get_ydata())
+        np.testing.assert_array_equal(
+            table["bound_upper"], disp.bound_line_.get_ydata()
+        )
+        assert table["scale"][np.asarray(table["recommended"])].tolist() == [
+            disp.recommended_line_.get_xdata()[0]
+        ]
+
+    X, y = make_classification(n_samples=300, random_state=0)
+    return {
+        "build": build,
+        "estimator": lambda clf, X, y: PerturbationDisplay.from_estimator(
+            LogisticRegression(), X, y, scales=[2**-6, 2**-3], cv=2, random_state=0
+        ),
+        "check_frame": check_frame,
+        "styled": lambda d: matplotlib.colors.same_color(d.line_.get_color(), "red"),
+        "bad": [
+            (lambda: PerturbationDisplay.from_result({"scales": [0.1]}), "result"),
+            (
+                lambda: PerturbationDisplay.from_estimator(
+                    LogisticRegression(), X, y, tolerance=-1
+                ),
+                "tolerance",
+            ),
+            (lambda: PerturbationDisplay.from_result(_scale_result(), ax="x"), "ax"),
+        ],
+    }
+
+
+BATTERY = {
+    "smooth": _smooth_case,
+    "binned": _binned_case,
+    "bound": _bound_case,
+    "perturbation": _perturbation_case,
+}
+
+
+@pytest.fixture(params=sorted(BATTERY))
+def case(request):
+    return BATTERY[request.param]()
+
+
+def test_battery_from_predictions_and_estimator(case):
+    disp = case["build"]()
+    assert disp.figure_ is disp.ax_.figure
+    clf, X, y = _fitted()
+    other = case["estimator"](clf, X, y)
+    assert other.figure_ is not disp.figure_
+    assert type(other) is type(disp)
+
+
+def test_battery_plot_on_existing_axes(case):
+    fig, ax = plt.subplots()
+    n_figs = len(plt.get_fignums())
+    disp = case["build"](ax=ax)
+    assert disp.ax_ is ax and disp.figure_ is fig
+    assert len(plt.get_fignums()) == n_figs
+    # Re-plotting the same data elsewhere draws the same table.
+    again = disp.plot(ax=plt.subplots()[1])
+    assert again.ax_ is not ax
+
+
+def test_battery_style_kwargs_reach_the_artists(case):
+    assert case["styled"](case["build"](style={"color": "red"}))
+    assert not case["styled"](case["build"]())
+
+
+def test_battery_frame_equals_plotted_data(case):
+    pd = pytest.importorskip("pandas")
+    disp = case["build"]()
+    table = disp.frame()
+    assert isinstance(table, pd.DataFrame) and len(table) > 0
+    case["check_frame"](disp, {c: table[c].to_numpy() for c in table.columns})
+    arrays = disp.frame(as_frame=False)
+    assert isinstance(arrays, dict) and list(arrays) == list(table.columns)
+    for col, values in arrays.items():
+        assert isinstance(values, np.ndarray)
+        np.testing.assert_array_equal(values, table[col].to_numpy())
+    with pytest.raises(TypeError, match="as_frame"):
+        disp.frame(as_frame="yes")
+
+
+def test_battery_frame_without_pandas(case, monkeypatch):
+    disp = case["build"]()
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="as_frame=False"):
+        disp.frame()
+    case["check_frame"](disp, disp.frame(as_frame=False))
+
+
+def test_battery_bad_input_names_the_argument(case):
+    for call, name in case["bad"]:
+        with pytest.raises((ValueError, TypeError), match=name):
+            call()
+
+
+def test_frame_of_several_curves_and_classes():
+    pd = pytest.importorskip("pandas")
+    y, P = _multiclass(n=1500)
+    disp = SmoothReliabilityDisplay.from_predictions(
+        y, P, multi_class="classwise", n_bootstrap=0
+    )
+    table = disp.frame()
+    assert list(table.columns[:2]) == ["curve", "label"]
+    for k, line in enumerate(disp.line_):
+        part = table[table["curve"] == k]
+        assert set(part["label"]) == {k}
+        np.testing.assert_array_equal(part["y_smooth"], line.get_ydata())
+    binned = BinnedReliabilityDisplay.from_predictions(
+        y, P, multi_class="classwise", n_bins=5
+    ).frame()
+    assert isinstance(binned, pd.DataFrame)
+    assert binned.groupby("label")["share"].sum().round(12).tolist() == [1.0] * 3
+    X, yy = make_classification(n_samples=600, random_state=0)
+    cv = cross_validate(
+        LogisticRegression(), X, yy, cv=3, return_estimator=True, return_indices=True
+    )
+    folds = SmoothReliabilityDisplay.from_cv_results(cv, X, yy).frame()
+    assert "label" not in folds and sorted(set(folds["curve"])) == [0, 1, 2]
+    sizes = CalibrationBoundDisplay.from_sample_sizes(
+        *_square_problem(4000), sample_sizes=[1000, 4000], random_state=0
+    )
+    table = sizes.frame()
+    assert table["n_samples"].tolist() == [1000, 4000]
+    np.testing.assert_array_equal(table["upper"], sizes.line_[0].get_ydata())

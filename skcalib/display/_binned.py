@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..metrics import binned_calibration_error
-from ._plotting import ReliabilityDisplayBase, merge_style
+from ._plotting import (
+    ReliabilityDisplayBase,
+    check_as_frame,
+    merge_style,
+    stack_curves,
+    to_table,
+)
 
 __all__ = ["BinnedReliabilityDisplay"]
 
@@ -25,7 +31,11 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
     :func:`skcalib.metrics.binned_calibration_error`. Unlike
     :class:`sklearn.calibration.CalibrationDisplay`, it takes sample weights,
     multiclass probabilities (top-label or one panel per class) and several
-    curves.
+    curves. Top-label diagrams of ``K`` classes are drawn on ``[1/K, 1]``,
+    where confidences can lie. The optional panel below is the histogram of
+    the predictions as a density (each bin's share of the weight divided by
+    its width, so it integrates to one whatever the binning);
+    :meth:`frame` returns the plotted data as a table.
 
     Use :meth:`from_estimator`, :meth:`from_predictions` or
     :meth:`from_cv_results` to create one. Every data parameter holds one
@@ -54,6 +64,10 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         Reduction the curves show (``None`` for a binary problem).
     name : str or list of str, default=None
     pos_label : int, float, bool or str, default=None
+    score_range : tuple of float, default=None
+        ``(low, high)``: where the scores can lie, ``(1/K, 1)`` for top-label
+        confidences of ``K`` classes; bars, diagonal and x-axis are drawn on
+        it. ``None`` means ``(0, 1)``.
 
     Attributes
     ----------
@@ -64,7 +78,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
     ref_line_ : matplotlib Line2D or None
     ax_ : matplotlib Axes or ndarray of Axes
     density_ax_ : matplotlib Axes, ndarray of Axes or None
-        Histogram panel(s) of the share of predictions per bin.
+        Histogram panel(s) of the density of the predictions per bin.
     figure_ : matplotlib Figure
 
     See Also
@@ -94,7 +108,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         "error",
     )
     _value_field = "error"
-    _density_label = "Share"
+    _density_label = "Density"
     _opt_keys = ("n_bins", "strategy", "norm")
     _init_keys = ("norm",)
     _plot_keys = (
@@ -121,6 +135,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         multi_class=None,
         name=None,
         pos_label=None,
+        score_range=None,
     ):
         self.mean_score = mean_score
         self.mean_label = mean_label
@@ -133,6 +148,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         self.multi_class = multi_class
         self.name = name
         self.pos_label = pos_label
+        self.score_range = score_range
 
     @property
     def _metric_name(self):
@@ -171,8 +187,9 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             take the markers' colour, with an opacity proportional to the
             bin's share of the predictions.
         density_panel : bool or matplotlib Axes, default=False
-            ``True`` adds a panel below with the share of predictions per bin;
-            an Axes draws that histogram there.
+            ``True`` adds a panel below with the histogram of the predictions
+            as a density (share of the weight per unit of score); an Axes
+            draws that histogram there.
         despine : bool, default=False
             Remove the top and right spines.
 
@@ -205,13 +222,15 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             draw_kwargs={"bar_kwargs": bar_kwargs},
         )
 
-    def _draw(self, ax, r, style, dax, *, bar_kwargs):
-        from matplotlib.colors import to_rgba
-
+    def _bars(self, r):
+        """Each non-empty bin as drawn: left edge, width, share and density."""
         edges = np.asarray(r["bin_edges"], dtype=float)
         idx = np.asarray(r["bin_index"], dtype=int)
         weight = np.asarray(r["bin_weight"], dtype=float)
-        left, width = edges[idx], edges[idx + 1] - edges[idx]
+        lo, hi = self._x_range
+        left = np.maximum(edges[idx], lo)
+        right = np.minimum(edges[idx + 1], hi)
+        width = right - left
         # Quantile bins of tied scores have (nearly) no width: such a bar is
         # drawn at least MIN_BAR_WIDTH wide, centred on the bin's mean score,
         # so that a heavy bin (say every score exactly 1) stays visible.
@@ -219,9 +238,62 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         if np.any(narrow):
             centre = np.asarray(r["mean_score"], dtype=float)[narrow]
             left = left.copy()
-            left[narrow] = np.clip(centre - MIN_BAR_WIDTH / 2, 0.0, 1 - MIN_BAR_WIDTH)
+            left[narrow] = np.clip(centre - MIN_BAR_WIDTH / 2, lo, hi - MIN_BAR_WIDTH)
             width = np.where(narrow, MIN_BAR_WIDTH, width)
         share = weight / weight.sum() if weight.size else weight
+        return {
+            "bin": idx,
+            "bin_left": left,
+            "bin_right": left + width,
+            "mean_score": np.asarray(r["mean_score"], dtype=float),
+            "mean_label": np.asarray(r["mean_label"], dtype=float),
+            "weight": weight,
+            "share": share,
+            "density": share / width,
+        }
+
+    def frame(self, *, as_frame=True):
+        """The plotted data as a table, one row per non-empty bin of each curve.
+
+        Parameters
+        ----------
+        as_frame : bool, default=True
+            Return a :class:`pandas.DataFrame` (pandas is then required);
+            ``False`` returns a dict of numpy arrays.
+
+        Returns
+        -------
+        table : DataFrame or dict of ndarray
+            Columns ``bin`` (position among the bins), ``bin_left`` and
+            ``bin_right`` (the bar as drawn), ``mean_score`` and ``mean_label``
+            (the marker: mean prediction and fraction of positives, the bar's
+            height), ``weight`` (of the bin), ``share`` (of the total weight:
+            the bar's opacity) and ``density`` (the density panel); with
+            several curves, ``curve`` (their index) in front, and ``label``
+            for the classes of a classwise diagram.
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> from skcalib.display import BinnedReliabilityDisplay
+        >>> disp = BinnedReliabilityDisplay.from_predictions(
+        ...     [0, 0, 1, 1], [0.1, 0.4, 0.6, 1.0], n_bins=2)
+        >>> disp.frame()[["bin", "mean_score", "mean_label", "density"]]
+           bin  mean_score  mean_label  density
+        0    0        0.25         0.0      1.0
+        1    1        0.80         1.0      1.0
+        >>> plt.close(disp.figure_)
+        """
+        as_frame = check_as_frame(as_frame)
+        records = self._records()
+        tables = [self._bars(r) for r in records]
+        return to_table(stack_curves(tables, self._curve_keys()), as_frame)
+
+    def _draw(self, ax, r, style, dax, *, bar_kwargs):
+        from matplotlib.colors import to_rgba
+
+        b = self._bars(r)
+        left, width, share = b["bin_left"], b["bin_right"] - b["bin_left"], b["share"]
         (line,) = ax.plot(
             r["mean_score"],
             r["mean_label"],
@@ -247,7 +319,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         if dax is not None:
             dax.bar(
                 left,
-                share,
+                b["density"],
                 width,
                 align="edge",
                 color=(*rgb, 0.45 * fade),
@@ -269,6 +341,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         labels,
         multi_class,
         data,
+        score_range,
         n_bins,
         strategy,
         norm,

@@ -7,7 +7,14 @@ import numpy as np
 from .._validation import check_calibration_inputs, check_random_generator, check_real
 from ..metrics import binned_calibration_error
 from ..metrics._bounds import calibration_error_bound
-from ._plotting import axes_or_new, hide_spines, level_text, merge_style
+from ._plotting import (
+    axes_or_new,
+    check_as_frame,
+    hide_spines,
+    level_text,
+    merge_style,
+    to_table,
+)
 
 __all__ = ["CalibrationBoundDisplay"]
 
@@ -63,6 +70,7 @@ class CalibrationBoundDisplay:
     *approximation* (the bound on the surrogate's error), next to the binned
     ECE and, when known, the true calibration error. :meth:`from_sample_sizes`
     shows instead how the bounds shrink with the sample size (log-log).
+    :meth:`frame` returns the plotted numbers as a table.
 
     Use :meth:`from_predictions` or :meth:`from_sample_sizes` to create one.
 
@@ -201,6 +209,78 @@ class CalibrationBoundDisplay:
             hide_spines(ax)
         ax.legend(loc="best", fontsize="small")
         return self
+
+    def frame(self, *, as_frame=True):
+        """The plotted numbers as a table.
+
+        Parameters
+        ----------
+        as_frame : bool, default=True
+            Return a :class:`pandas.DataFrame` (pandas is then required);
+            ``False`` returns a dict of numpy arrays.
+
+        Returns
+        -------
+        table : DataFrame or dict of ndarray
+            One row per method (single dataset) or per method and sample size
+            (``n_samples`` column): ``method``, ``upper`` (the bound),
+            ``estimate`` (its point estimate), for one dataset the stacked
+            segments ``estimate_term``, ``concentration_term``,
+            ``approximation_term`` and ``other_term``, then ``binned_ece`` and
+            ``true_ce`` (NaN when not given).
+
+        Examples
+        --------
+        >>> from skcalib.display import CalibrationBoundDisplay
+        >>> disp = CalibrationBoundDisplay(
+        ...     methods=["tv"], upper=[0.2], estimate=[0.1],
+        ...     terms=[{"validation_error": 0.1, "validation_deviation": 0.06,
+        ...             "tv_estimation": 0.04}])
+        >>> disp.frame()[["method", "upper", "concentration_term"]]
+          method  upper  concentration_term
+        0     tv    0.2                0.06
+        """
+        as_frame = check_as_frame(as_frame)
+        self._check_lengths()
+        methods = list(self.methods)
+        true_ce = np.nan if self.true_ce is None else float(self.true_ce)
+        if self.sample_sizes is None:
+            if self.terms is None:
+                raise ValueError(
+                    "terms are needed for the table of one dataset (without "
+                    "sample_sizes); use from_predictions to compute them."
+                )
+            grouped = [_grouped(t) for t in self.terms]
+            k = len(methods)
+            cols = {
+                "method": np.array(methods, dtype=object),
+                "upper": np.asarray(self.upper, dtype=float),
+                "estimate": np.asarray(self.estimate, dtype=float),
+            }
+            for group in _GROUPS:
+                cols[f"{group}_term"] = np.array([g[group] for g in grouped])
+            ece = np.nan if self.binned_ece is None else float(self.binned_ece)
+            cols["binned_ece"] = np.full(k, ece)
+            cols["true_ce"] = np.full(k, true_ce)
+            return to_table(cols, as_frame)
+        sizes = np.asarray(self.sample_sizes)
+        m = len(sizes)
+        ece = (
+            np.full(m, np.nan)
+            if self.binned_ece is None
+            else np.asarray(self.binned_ece, dtype=float)
+        )
+        cols = {
+            "method": np.repeat(np.array(methods, dtype=object), m),
+            "n_samples": np.tile(sizes, len(methods)),
+            "upper": np.concatenate([np.asarray(u, dtype=float) for u in self.upper]),
+            "estimate": np.concatenate(
+                [np.asarray(e, dtype=float) for e in self.estimate]
+            ),
+            "binned_ece": np.tile(ece, len(methods)),
+            "true_ce": np.full(m * len(methods), true_ce),
+        }
+        return to_table(cols, as_frame)
 
     def _check_lengths(self):
         """One entry per method in every per-method field (and per size)."""

@@ -7,7 +7,14 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..perturbation import PerturbationScaleResult, select_perturbation_scale
-from ._plotting import hide_spines, level_text, merge_style, pyplot
+from ._plotting import (
+    check_as_frame,
+    hide_spines,
+    level_text,
+    merge_style,
+    pyplot,
+    to_table,
+)
 
 __all__ = ["PerturbationDisplay"]
 
@@ -37,7 +44,7 @@ class PerturbationDisplay:
     and the tolerated loss, and on a second y-axis the certified upper bound
     on the calibration error for each scale. The recommended scale of
     :func:`skcalib.select_perturbation_scale` (the largest within tolerance)
-    is marked.
+    is marked. :meth:`frame` returns the plotted numbers as a table.
 
     Use :meth:`from_estimator` or :meth:`from_result` to create one.
 
@@ -278,6 +285,52 @@ class PerturbationDisplay:
                 if a is not None:
                     hide_spines(a, ("top",) if self._twin else ("top", "right"))
         return self
+
+    def frame(self, *, as_frame=True):
+        """The plotted numbers as a table, one row per perturbation scale.
+
+        Parameters
+        ----------
+        as_frame : bool, default=True
+            Return a :class:`pandas.DataFrame` (pandas is then required);
+            ``False`` returns a dict of numpy arrays.
+
+        Returns
+        -------
+        table : DataFrame or dict of ndarray
+            Columns ``scale``, ``score_mean`` and ``score_std`` (the score
+            curve and its band), ``bound_upper`` and ``bound_estimate`` (NaN
+            without bounds) and ``recommended`` (True at the recommended
+            scale).
+
+        Examples
+        --------
+        >>> from skcalib.display import PerturbationDisplay
+        >>> disp = PerturbationDisplay(
+        ...     scales=[0.01, 0.1], score_mean=[0.9, 0.88], score_std=[0.01, 0.01],
+        ...     base_score=0.9, tolerance=0.01, recommended_scale=0.01,
+        ...     bound_upper=[0.2, 0.1])
+        >>> disp.frame()[["scale", "score_mean", "bound_upper", "recommended"]]
+           scale  score_mean  bound_upper  recommended
+        0   0.01        0.90          0.2         True
+        1   0.10        0.88          0.1        False
+        """
+        as_frame = check_as_frame(as_frame)
+        h = np.asarray(self.scales, dtype=float)
+        missing = np.full(h.shape, np.nan)
+        cols = {
+            "scale": h,
+            "score_mean": np.asarray(self.score_mean, dtype=float),
+            "score_std": np.asarray(self.score_std, dtype=float),
+            "bound_upper": missing
+            if self.bound_upper is None
+            else np.asarray(self.bound_upper, dtype=float),
+            "bound_estimate": missing
+            if self.bound_estimate is None
+            else np.asarray(self.bound_estimate, dtype=float),
+            "recommended": h == float(self.recommended_scale),
+        }
+        return to_table(cols, as_frame)
 
     def _axes(self, ax):
         """Score and bound axes: two stacked panels, a given pair, or a twin."""

@@ -57,11 +57,11 @@ def hide_spines(ax, sides=("top", "right")):
         ax.spines[side].set_visible(False)
 
 
-def despine(ax):
-    """Hide the top and right spines; keep the others on the unit interval."""
+def despine(ax, x_range=(0.0, 1.0)):
+    """Hide the top and right spines; keep the others on the data's range."""
     hide_spines(ax)
-    for side in ("bottom", "left"):
-        ax.spines[side].set_bounds(0, 1)
+    ax.spines["bottom"].set_bounds(*x_range)
+    ax.spines["left"].set_bounds(0, 1)
 
 
 def level_text(confidence_level):
@@ -282,6 +282,63 @@ def data_fields(records, fields):
 REF_LINE_LABEL = "Perfectly calibrated"
 
 
+def to_table(columns, as_frame):
+    """``columns`` (a dict of equal-length arrays) as a DataFrame or a dict.
+
+    ``as_frame=True`` needs pandas; ``False`` returns the dict of numpy arrays.
+    """
+    columns = {k: np.asarray(v) for k, v in columns.items()}
+    if not as_frame:
+        return columns
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise ImportError(
+            "frame() returns a pandas DataFrame and needs pandas (pip install "
+            "pandas); frame(as_frame=False) returns a dict of numpy arrays instead."
+        ) from exc
+    return pd.DataFrame(columns)
+
+
+def stack_curves(tables, keys):
+    """One long table from per-curve tables, with ``keys`` columns in front.
+
+    ``keys`` maps a column name to one value per curve (e.g. the class of each
+    curve); a column is added only when it varies or names a class.
+    """
+    lengths = [len(next(iter(tab.values()))) if tab else 0 for tab in tables]
+    out = {}
+    for name, values in keys.items():
+        out[name] = (
+            np.concatenate(
+                [
+                    np.full(m, v, dtype=object)
+                    for m, v in zip(lengths, values, strict=True)
+                ]
+            )
+            if lengths
+            else np.array([], dtype=object)
+        )
+        if all(isinstance(v, (int, np.integer)) for v in values):
+            out[name] = out[name].astype(np.int64)
+    for col in tables[0]:
+        out[col] = np.concatenate([np.asarray(tab[col]) for tab in tables])
+    return out
+
+
+def check_as_frame(as_frame):
+    if not isinstance(as_frame, (bool, np.bool_)):
+        raise TypeError(f"as_frame must be a bool (True or False); got {as_frame!r}.")
+    return bool(as_frame)
+
+
+def score_range_of(data, multi_class):
+    """Where the scores of a problem can lie: ``[1/K, 1]`` for top-label."""
+    if data.kind == "multiclass" and multi_class == "top-label":
+        return (1.0 / data.proba.shape[1], 1.0)
+    return (0.0, 1.0)
+
+
 def _density_axes(density_panel, panels):
     """Density axes under each panel: new ones (``True``), given ones, or ``None``."""
     if density_panel is None or density_panel is False:
@@ -402,11 +459,32 @@ class ReliabilityDisplayBase:
     def _legend_details(self, records):
         return None
 
+    def _curve_keys(self):
+        """Columns that tell the curves of a table apart (see ``stack_curves``)."""
+        n = len(as_list(getattr(self, self._fields[0])))
+        keys = {}
+        if n > 1:
+            keys["curve"] = list(range(n))
+        labels = as_list(self.class_label, n)
+        if labels[0] is not None:
+            keys["label"] = labels
+        return keys
+
+    def _is_note(self, label):
+        """Whether a legend entry explains the drawing rather than a curve."""
+        return False
+
     def _set_extras(self, extras):
         pass
 
+    @property
+    def _x_range(self):
+        rng = getattr(self, "score_range", None)
+        return (0.0, 1.0) if rng is None else (float(rng[0]), float(rng[1]))
+
     def _finish_panel(self, ax, dax, key, ref_line, ref_line_kw, despine_):
         ref = None
+        lo, hi = self._x_range
         if ref_line and REF_LINE_LABEL not in ax.get_legend_handles_labels()[1]:
             kw = merge_style(
                 {
@@ -417,9 +495,12 @@ class ReliabilityDisplayBase:
                 },
                 ref_line_kw,
             )
-            (ref,) = ax.plot([0, 1], [0, 1], **kw)
+            (ref,) = ax.plot([lo, hi], [lo, hi], **kw)
         xlabel, ylabel = self._axis_labels()
-        ax.set(xlim=(-0.01, 1.01), ylim=(-0.01, 1.01), aspect="equal", ylabel=ylabel)
+        pad = 0.01 * (hi - lo)
+        ax.set(
+            xlim=(lo - pad, hi + pad), ylim=(-0.01, 1.01), aspect="equal", ylabel=ylabel
+        )
         if dax is None:
             # Axes whose tick labels a density panel took over keep none.
             if ax.xaxis.get_tick_params(which="major").get("labelbottom", True):
@@ -429,14 +510,22 @@ class ReliabilityDisplayBase:
             ax.tick_params(labelbottom=False)
             dax.set_xlabel(xlabel)
             dax.set_ylabel(self._density_label)
+            dax.set_xlim(lo - pad, hi + pad)
+            dax.set_ylim(bottom=0)
         if key is not None:
             ax.set_title(f"Class {key}")
-        if any(
-            lab and not lab.startswith("_") for lab in ax.get_legend_handles_labels()[1]
-        ):
-            ax.legend(loc="upper left", fontsize="small")
+        handles, labels = ax.get_legend_handles_labels()
+        if labels:
+            # What the curves are first, then how to read them.
+            order = sorted(range(len(labels)), key=lambda i: self._is_note(labels[i]))
+            ax.legend(
+                [handles[i] for i in order],
+                [labels[i] for i in order],
+                loc="upper left",
+                fontsize="small",
+            )
         if despine_:
-            despine(ax)
+            despine(ax, (lo, hi))
             if dax is not None:
                 hide_spines(dax)
         return ref
@@ -458,7 +547,7 @@ class ReliabilityDisplayBase:
 
     @classmethod
     def _predictions(cls, y_true, y_proba, labels, spec):
-        """Per-curve records, the reduction shown and the positive label.
+        """Per-curve records, the reduction shown, the positive label, the score range.
 
         ``spec`` holds ``sample_weight``, ``pos_label``, ``multi_class``, the
         metric options ``opts`` and the constructor extras ``init``.
@@ -474,6 +563,7 @@ class ReliabilityDisplayBase:
             y_proba,
             multi_class=spec["multi_class"],
             data=data,
+            score_range=score_range_of(data, spec["multi_class"]),
             **common,
             **spec["opts"],
         )
@@ -481,10 +571,10 @@ class ReliabilityDisplayBase:
             if isinstance(r["class_label"], np.generic):
                 r["class_label"] = r["class_label"].item()
         mc = None if data.kind == "binary" else spec["multi_class"]
-        return records, mc, data.pos_label
+        return records, mc, data.pos_label, score_range_of(data, spec["multi_class"])
 
     @classmethod
-    def _assemble(cls, records, multi_class, pos_label, name, spec):
+    def _assemble(cls, records, multi_class, pos_label, name, spec, score_range):
         fields = data_fields(records, cls._fields + ("class_label",))
         return cls(
             **fields,
@@ -492,12 +582,13 @@ class ReliabilityDisplayBase:
             multi_class=multi_class,
             name=name,
             pos_label=pos_label,
+            score_range=score_range,
         )
 
     @classmethod
     def _from_predictions(cls, y_true, y_proba, *, labels, spec, name, plot_kwargs):
-        records, mc, pos = cls._predictions(y_true, y_proba, labels, spec)
-        return cls._assemble(records, mc, pos, name, spec).plot(**plot_kwargs)
+        records, mc, pos, rng = cls._predictions(y_true, y_proba, labels, spec)
+        return cls._assemble(records, mc, pos, name, spec, rng).plot(**plot_kwargs)
 
     @classmethod
     def _from_estimator(cls, estimator, X, y, *, spec, name, plot_kwargs):
@@ -515,7 +606,7 @@ class ReliabilityDisplayBase:
 
     @classmethod
     def _from_cv_results(cls, cv_results, X, y, *, spec, name, plot_kwargs):
-        records, mc, pos = [], None, None
+        records, mc, pos, rng = [], None, None, None
         folds = cv_folds(cv_results, X, y, spec["sample_weight"])
         all_classes = np.unique(np.asarray(y))
         for estimator, X_test, y_test, sw in folds:
@@ -523,9 +614,9 @@ class ReliabilityDisplayBase:
                 estimator, X_test, spec["pos_label"], None, classes=all_classes
             )
             fold_spec = {**spec, "sample_weight": sw, "pos_label": pos}
-            fold, mc, pos = cls._predictions(y_test, proba, classes, fold_spec)
+            fold, mc, pos, rng = cls._predictions(y_test, proba, classes, fold_spec)
             records.extend(fold)
-        return cls._assemble(records, mc, pos, name, spec).plot(**plot_kwargs)
+        return cls._assemble(records, mc, pos, name, spec, rng).plot(**plot_kwargs)
 
 
 def display_spec(sample_weight, pos_label, multi_class, opts, init=None):
