@@ -116,7 +116,11 @@ def _check_y_true(y_true):
     if y_true.shape[0] == 0:
         raise ValueError("y_true is empty; at least one sample is required.")
     if y_true.dtype.kind == "f":
-        if not np.all(np.isfinite(y_true)):
+        # One sum is finite exactly when every element is, barring overflow,
+        # which the element-wise check then clears.
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = np.isfinite(y_true.sum())
+        if not finite and not np.all(np.isfinite(y_true)):
             raise ValueError("y_true contains NaN or infinity.")
     elif y_true.dtype.kind == "O":
         na = _pandas_na()
