@@ -48,6 +48,9 @@ from skcalib._backend.perturbation import perturb_proba, perturbation_noise_asyn
 from skcalib._backend.sech_sampler import sech_noise, sech_sample
 from skcalib.perturbation import DEFAULT_SCALE
 
+# run_all.py runs rows() again with numba unimportable.
+NUMBA_MATTERS = True
+
 # The last commit with the float32 sampler.
 OLD_REV = "d70e486"
 
@@ -211,6 +214,45 @@ def bench_overhead(n_rows, n_features, repeat=60, old=None):
         f"  {'perturb_proba into the noise buffer':<48}: best "
         f"{min(times) * 1e3:7.2f} ms, median {np.median(times) * 1e3:7.2f} ms"
     )
+
+
+def rows(full=False):
+    """``predict_proba`` of PerturbedClassifier vs its LogisticRegression
+    (the peer: ratio - 1 is the overhead, target < 0.2), for ``run_all.py``."""
+    import os
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _common import peak_mb, race, row
+
+    n_rows, n_features = (10**6, 20) if full else (2 * 10**5, 20)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n_rows, n_features))
+    beta = rng.standard_normal(n_features) / np.sqrt(n_features)
+    y = (rng.uniform(size=n_rows) < 1 / (1 + np.exp(-X @ beta))).astype(int)
+    base = LogisticRegression().fit(X[:50_000], y[:50_000])
+    clf = PerturbedClassifier(FrozenEstimator(base), random_state=0).fit(X, y)
+    t = race(
+        {
+            "skcalib": lambda: clf.predict_proba(X),
+            "LogisticRegression": lambda: base.predict_proba(X),
+        },
+        30,
+    )
+    from skcalib._backend.sech_compiled import HAVE_NUMBA
+
+    overhead = 100 * (t["skcalib"] / t["LogisticRegression"] - 1)
+    note = f"{n_features} features; overhead {overhead:.0f} % (target < 20 %)"
+    note += f"; numba {'found' if HAVE_NUMBA else 'not found'}"
+    return [
+        row(
+            "PerturbedClassifier.predict_proba",
+            n_rows,
+            t,
+            peer="LogisticRegression",
+            peak=peak_mb(lambda: clf.predict_proba(X)),
+            note=note,
+        )
+    ]
 
 
 def _table(name, model, X, y, scales):

@@ -7,12 +7,17 @@ best of ``--repeat`` runs is reported (the machine may be shared).
 """
 
 import argparse
+import os
+import sys
 import time
 import tracemalloc
 
 import numpy as np
 
-from skcalib.metrics import smooth_calibration_curve, smooth_ece
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import peak_mb, race, row  # noqa: E402
+
+from skcalib.metrics import smooth_calibration_curve, smooth_ece  # noqa: E402
 
 
 def best_time(fn, repeat):
@@ -29,6 +34,96 @@ def make(n, seed=0):
     p = rng.beta(2, 2, size=n)
     y = (rng.uniform(size=n) < p**1.5).astype(np.float64)
     return y, p
+
+
+def make_multiclass(n, K=10, seed=0):
+    """Over-confident softmax scores of K classes and labels drawn from the
+    tempered probabilities."""
+    rng = np.random.default_rng(seed)
+    logits = 2.0 * rng.standard_normal((n, K))
+    P = np.exp(logits)
+    P /= P.sum(axis=1, keepdims=True)
+    Q = np.exp(logits / 1.5)
+    Q /= Q.sum(axis=1, keepdims=True)
+    y = (Q.cumsum(axis=1) > rng.uniform(size=(n, 1))).argmax(axis=1)
+    return y, P
+
+
+def _three_bincounts(y, p):
+    idx = (p * 65536).astype(np.intp)
+    w = np.ones_like(p)
+
+    def floor():
+        for col in (w, y, p):
+            np.bincount(idx, weights=col, minlength=65537)
+
+    return floor
+
+
+def rows(full=False):
+    """smECE rows for ``run_all.py``: binary scores, and the top-label logit
+    smECE of a 10-class problem."""
+    try:
+        import relplot
+    except ImportError:
+        relplot = None
+    out = []
+    for n in [10**6, 10**7] if full else [10**6]:
+        y, p = make(n)
+        t = race(
+            {
+                "skcalib": lambda: smooth_ece(y, p),
+                "relplot.smECE": (lambda: relplot.smECE(p, y)) if relplot else None,
+                "3 bincounts": _three_bincounts(y, p),
+            },
+            3,
+            once=("relplot.smECE",),
+        )
+        note = "" if relplot else "relplot not installed"
+        if relplot:
+            note = (
+                f"|smECE - relplot| = {abs(smooth_ece(y, p) - relplot.smECE(p, y)):.1e}"
+            )
+        out.append(
+            row(
+                "smECE, binary",
+                n,
+                t,
+                peer="relplot.smECE" if relplot else None,
+                floor="3 bincounts",
+                peak=peak_mb(lambda: smooth_ece(y, p)),
+                note=note,
+            )
+        )
+    n = 10**6
+    y, P = make_multiclass(n)
+    pred = P.argmax(axis=1)
+    conf, correct = P.max(axis=1), (pred == y).astype(np.float64)
+    t = race(
+        {
+            "skcalib": lambda: smooth_ece(y, P, metric="logit"),
+            "relplot.smECE": (lambda: relplot.smECE(conf, correct))
+            if relplot
+            else None,
+            "3 bincounts": _three_bincounts(correct, conf),
+        },
+        3,
+        once=("relplot.smECE",),
+    )
+    out.append(
+        row(
+            "smECE, top-label logit, K = 10",
+            n,
+            t,
+            peer="relplot.smECE" if relplot else None,
+            floor="3 bincounts",
+            peak=peak_mb(lambda: smooth_ece(y, P, metric="logit")),
+            note="relplot: l1 smECE of the top-label confidences"
+            if relplot
+            else "relplot not installed",
+        )
+    )
+    return out
 
 
 def main():

@@ -194,6 +194,7 @@ RULES = {
     "random_state": RandomState(),
     "n_jobs": _NJobs(),
     "n_bootstrap": NoneOr(Interval(numbers.Integral, 1, MAX_BOOTSTRAP)),
+    "max_samples": NoneOr(Interval(numbers.Integral, 2, None)),
     "confidence_level": Interval(numbers.Real, 0, 1, closed="neither"),
     "tolerance": Interval(numbers.Real, 0, None),
     "verbose": Interval(numbers.Integral, 0, None),

@@ -117,7 +117,11 @@ def _check_y_true(y_true):
     if y_true.shape[0] == 0:
         raise ValueError("y_true is empty; at least one sample is required.")
     if y_true.dtype.kind == "f":
-        if not np.all(np.isfinite(y_true)):
+        # One sum is finite exactly when every element is, barring overflow,
+        # which the element-wise check then clears.
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = np.isfinite(y_true.sum())
+        if not finite and not np.all(np.isfinite(y_true)):
             raise ValueError("y_true contains NaN or infinity.")
     elif y_true.dtype.kind == "O":
         na = _pandas_na()
@@ -171,8 +175,11 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
         arr = np.clip(arr, 0.0, 1.0)  # a new array: the caller's is never written
     elif arr.ndim == 2 and np.may_share_memory(arr, y_proba):
         # 1-D scores are only ever read downstream and may stay a view (memory
-        # at 1e8 rows); matrices are copied so no later step can write through.
-        arr = arr.copy()
+        # at 1e8 rows); matrices become a read-only view, so that no later
+        # step can write through to the caller's array (a copy of n x K
+        # doubles costs more than all the checks).
+        arr = arr.view()
+        arr.flags.writeable = False
     if arr.ndim == 2:
         if arr.shape[1] < 2:
             raise ValueError(
@@ -277,7 +284,29 @@ def _unique_labels(y_true):
             return np.array([lo], dtype=y_true.dtype)
         if np.all((y_true == lo) | (y_true == hi)):
             return np.array([lo, hi], dtype=y_true.dtype)
+        if _dense_int_labels(y_true, lo, hi):
+            counts = np.bincount(np.subtract(y_true, int(lo), dtype=np.int64))
+            return (np.flatnonzero(counts) + lo).astype(y_true.dtype)
     return np.unique(y_true)
+
+
+def _dense_int_labels(y_true, lo, hi):
+    """Integer labels of a range small enough for a table indexed by label."""
+    if y_true.dtype.kind not in "iu" or not -(2**62) < int(lo) <= int(hi) < 2**62:
+        return False
+    return int(hi) - int(lo) <= max(1 << 16, y_true.shape[0])
+
+
+def _class_index(classes, y_true):
+    """``np.searchsorted(classes, y_true)`` for labels all in ``classes``
+    (sorted): a table lookup for integer labels of a small range."""
+    if y_true.dtype.kind in "iu" and classes.dtype.kind in "iu":
+        lo, hi = int(classes[0]), int(classes[-1])
+        if _dense_int_labels(y_true, lo, hi):
+            table = np.zeros(hi - lo + 1, dtype=np.int64)
+            table[classes.astype(np.int64) - lo] = np.arange(classes.shape[0])
+            return table[np.subtract(y_true, lo, dtype=np.int64)]
+    return np.searchsorted(classes, y_true)
 
 
 def check_pos_label(pos_label):
@@ -396,7 +425,7 @@ def check_calibration_inputs(
                 + "."
             )
         y_idx = (
-            np.searchsorted(classes, y_true)
+            _class_index(classes, y_true)
             if labels is None
             else _index_of(classes, y_true)
         )

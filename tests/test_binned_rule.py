@@ -157,6 +157,77 @@ def test_uniform_assignment_is_the_search_of_the_rule():
         )
 
 
+@pytest.mark.parametrize("n_bins", [3, 10, 15, 64, 997, 10**6])
+def test_uniform_assignment_of_many_scores_is_the_rule(n_bins):
+    # more scores than one chunk of the vectorised assignment, the edges and
+    # their neighbours spread over all chunks, 0.0, 1.0 and a subnormal
+    rng = np.random.default_rng(n_bins)
+    e = np.arange(n_bins + 1) / n_bins
+    if n_bins > 2000:
+        e = rng.choice(e, size=2000)
+    special = np.concatenate(
+        [e, np.nextafter(e, 2), np.nextafter(e, -1), [0.0, 1.0, 5e-324]]
+    )
+    s = np.clip(np.concatenate([rng.uniform(size=70_000), special]), 0, 1)
+    s = s[rng.permutation(s.shape[0])]
+    from skcalib._backend.binning import assign_uniform_bins
+
+    got = assign_uniform_bins(s, n_bins)
+    check = np.flatnonzero(np.isin(s, special))
+    check = np.concatenate([check, rng.choice(s.shape[0], size=3000)])
+    np.testing.assert_array_equal(got[check], [exact_bin(s[i], n_bins) for i in check])
+    # and everywhere the search of the rule
+    np.testing.assert_array_equal(
+        got, np.searchsorted(np.array([k / n_bins for k in range(1, n_bins)]), s)
+    )
+
+
+@pytest.mark.parametrize("n_bins", [2, 15, 300, 5000])
+def test_quantile_assignment_of_many_scores_is_the_search(n_bins):
+    # tied scores sitting on quantile edges, their neighbours, values off
+    # [0, 1] and NaN: the table lookup must give np.searchsorted's bins
+    from skcalib._backend.binning import assign_bins, quantile_edges
+
+    rng = np.random.default_rng(n_bins)
+    tied = rng.choice(TIES, size=40_000)
+    smooth = rng.beta(0.3, 4.0, size=40_000)
+    s = np.concatenate([tied, smooth])
+    edges = quantile_edges(s, np.ones(s.shape[0]), n_bins)
+    odd = np.concatenate(
+        [edges, np.nextafter(edges, 2), np.nextafter(edges, -1), [-0.5, 1.5, np.nan]]
+    )
+    s = np.concatenate([s, np.repeat(odd, 3)])
+    s = s[rng.permutation(s.shape[0])]
+    inner = edges[1:-1]
+    ref = np.array([int(np.sum(inner < v)) if v == v else inner.shape[0] for v in s])
+    np.testing.assert_array_equal(assign_bins(s, edges), ref)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_large_unweighted_table_is_the_weighted_sums(strategy):
+    # without weights the sums are taken without the products by ones; they
+    # must be those of the weighted formula bit for bit
+    rng = np.random.default_rng(3)
+    n = 100_000
+    s = np.concatenate([rng.beta(2, 5, size=n - 600), rng.choice(TIES, size=600)])
+    y = (rng.uniform(size=n) < s).astype(float)
+    _, bins = binned_calibration_error(
+        y, s, n_bins=15, strategy=strategy, return_bins=True
+    )
+    edges = bins["edges"]
+    b = np.searchsorted(edges[1:-1], s)
+    w = np.ones(n)
+    sw = np.bincount(b, weights=w, minlength=15)
+    keep = sw > 0
+    np.testing.assert_array_equal(bins["weight"], sw[keep])
+    np.testing.assert_array_equal(
+        bins["mean_label"], (np.bincount(b, weights=w * y, minlength=15) / sw)[keep]
+    )
+    np.testing.assert_array_equal(
+        bins["mean_score"], (np.bincount(b, weights=w * s, minlength=15) / sw)[keep]
+    )
+
+
 # -- streaming and dask: the same bins and numbers --------------------------
 
 

@@ -746,3 +746,66 @@ def test_default_bandwidth_l1_near_truth_binary_under_confident():
         for seed in range(2)
     ]
     assert abs(np.mean(vals) - truth) < 0.2 * truth, (vals, truth)
+
+
+# ---------------------------------------------------------------------------
+# max_samples: a subsample of evaluation rows and its standard error
+# ---------------------------------------------------------------------------
+
+
+def _overconfident_problem(n, K, seed):
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.ones(K), size=n)
+    y = (P.cumsum(axis=1) > rng.uniform(size=(n, 1))).argmax(axis=1)
+    return y, P**2 / (P**2).sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("multi_class", ["canonical", "classwise"])
+@pytest.mark.parametrize("p", [1, 2])
+def test_subsample_terms_are_the_full_terms_of_those_rows(multi_class, p):
+    y, P = _overconfident_problem(600, 3, seed=1)
+    kw = dict(p=p, bandwidth=0.1, multi_class=multi_class, return_details=True)
+    full = kde_calibration_error(y, P, **kw)
+    sub = kde_calibration_error(y, P, max_samples=50, random_state=0, **kw)
+    rows = np.flatnonzero(~np.isnan(sub.per_sample))
+    assert rows.shape[0] == 50
+    np.testing.assert_allclose(sub.per_sample[rows], full.per_sample[rows], rtol=1e-10)
+    assert sub.value == pytest.approx(full.per_sample[rows].mean(), rel=1e-10)
+    assert sub.standard_error > 0 and full.standard_error == 0.0
+    # as many rows as there are: the exact value
+    same = kde_calibration_error(y, P, max_samples=600, random_state=0, **kw)
+    assert same.value == full.value and same.standard_error == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("weighted", [False, True])
+def test_subsample_standard_error_matches_the_spread(weighted):
+    # seeded repetitions of the subsample on fixed data: the estimates centre
+    # on the full-sample value, their spread is the reported standard error,
+    # and +-1.96 SE covers the full value about 95 % of the time
+    y, P = _overconfident_problem(1500, 4, seed=2)
+    w = np.random.default_rng(3).exponential(size=1500) if weighted else None
+    kw = dict(p=2, bandwidth=0.1, sample_weight=w)
+    full = kde_calibration_error(y, P, **kw)
+    est, se = [], []
+    for seed in range(300):
+        r = kde_calibration_error(
+            y, P, max_samples=120, random_state=seed, return_details=True, **kw
+        )
+        est.append(r.value)
+        se.append(r.standard_error)
+    est, se = np.array(est), np.array(se)
+    spread = est.std(ddof=1)
+    assert 0.85 < np.mean(se) / spread < 1.18
+    assert abs(est.mean() - full) < 3 * spread / np.sqrt(len(est)) + (
+        0.02 * spread if weighted else 0.0
+    )
+    coverage = np.mean(np.abs(est - full) <= 1.96 * se)
+    assert 0.9 <= coverage <= 0.985
+
+
+def test_max_samples_is_checked():
+    y, P = _overconfident_problem(50, 3, seed=0)
+    for bad in (1, 0, 2.5, "10"):
+        with pytest.raises((ValueError, TypeError), match="max_samples"):
+            kde_calibration_error(y, P, max_samples=bad)

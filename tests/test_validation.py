@@ -155,3 +155,35 @@ def test_pandas_na_labels_are_reported_as_missing():
     y = pd.Series(["a", "b", pd.NA, "a"], dtype="string")
     with pytest.raises(ValueError, match="y_true contains None, NA or NaN"):
         smooth_ece(y, [0.1, 0.2, 0.3, 0.4])
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        np.array([-100, 100, 5, 5, -100, 7], dtype=np.int8),
+        np.array([3, 7, 9, 3, 250], dtype=np.uint8),
+        np.array([2**40, 2**40 + 3, 2**40 + 1, 2**40]),
+        np.array([0, 2**62 + 5, 3]),  # too wide a range for a table
+        np.arange(12)[::-1].repeat(3),
+    ],
+)
+def test_integer_classes_and_indices_are_those_of_unique_and_search(labels):
+    # the table lookups for integer labels against np.unique / np.searchsorted
+    K = np.unique(labels).shape[0]
+    proba = np.full((labels.shape[0], K), 1.0 / K)
+    data = check_calibration_inputs(labels, proba)
+    ref = np.unique(labels)
+    np.testing.assert_array_equal(data.classes, ref)
+    assert data.classes.dtype == ref.dtype
+    np.testing.assert_array_equal(data.y, np.searchsorted(ref, labels))
+
+
+def test_validated_matrix_cannot_write_through_to_the_input():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), size=20)
+    before = P.copy()
+    data = check_calibration_inputs(rng.integers(0, 3, 20), P)
+    with pytest.raises(ValueError, match="read-only"):
+        data.proba[0, 0] = 0.5
+    np.testing.assert_array_equal(P, before)
+    assert P.flags.writeable

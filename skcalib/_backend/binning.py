@@ -67,6 +67,11 @@ def quantile_edges(s, w, n_bins):
     return np.interp(q, (mid - mid[0]) / span, s)
 
 
+# Scores per pass of the chunked bin assignment: the temporaries of a chunk
+# stay in the L2 cache, so the half-dozen passes cost little more than one.
+_CHUNK = 1 << 15
+
+
 def assign_bins(s, edges):
     """Bin index of each score for the edges ``e_0 < ... < e_B``.
 
@@ -75,7 +80,48 @@ def assign_bins(s, edges):
     and bin ``k > 0`` is ``(e_k, e_{k+1}]``, so an interior edge belongs to
     the bin below it, 0.0 to the first bin and 1.0 to the last.
     """
-    return np.searchsorted(edges[1:-1], s, side="left")
+    inner = edges[1:-1]
+    s = np.asarray(s)
+    if s.ndim != 1 or s.shape[0] < _CHUNK or inner.shape[0] < 2:
+        return np.searchsorted(inner, s, side="left")
+    return _assign_by_lookup(s.astype(np.float64, copy=False), inner)
+
+
+def _assign_by_lookup(s, inner):
+    """``np.searchsorted(inner, s)`` through a table of ``G = 2**k`` cells of [0, 1].
+
+    A score in the cell ``[j / G, (j + 1) / G)`` (``floor(s * G)``, exact for
+    a power of two) has the bin the table gives whenever no edge lies in
+    that cell; the scores of the other cells (and any outside [0, 1]) are
+    searched. A binary search per score costs a mispredicted branch per
+    level; the table costs a multiply and a lookup.
+    """
+    n_cells = 1 << min(16, max(10, int(np.ceil(np.log2(64 * inner.shape[0])))))
+    left = np.arange(n_cells + 1) / n_cells
+    below = np.searchsorted(inner, left, side="left")  # edges < j / G
+    table = np.where(below[:-1] == below[1:], below[:-1], -1)
+    # the cell of 1.0 and anything clipped into the end cells is searched
+    table = np.concatenate([[-1], table[1:], [-1]]).astype(np.intp)
+    n = s.shape[0]
+    out = np.empty(n, dtype=np.intp)
+    size = min(n, _CHUNK)
+    x_buf = np.empty(size)
+    c_buf = np.empty(size, dtype=np.intp)
+    m_buf = np.empty(size, dtype=bool)
+    for start in range(0, n, _CHUNK):
+        sc = s[start : start + _CHUNK]
+        k = sc.shape[0]
+        b, x, c, m = out[start : start + k], x_buf[:k], c_buf[:k], m_buf[:k]
+        np.multiply(sc, n_cells, out=x)
+        with np.errstate(invalid="ignore"):  # NaN: clipped and searched
+            np.copyto(c, x, casting="unsafe")
+        np.clip(c, 0, n_cells, out=c)
+        np.take(table, c, out=b)
+        np.less(b, 0, out=m)
+        if m.any():
+            near = np.flatnonzero(m)
+            b[near] = np.searchsorted(inner, sc[near], side="left")
+    return out
 
 
 def assign_uniform_bins(s, n_bins, *, scaled=None):
@@ -89,14 +135,50 @@ def assign_uniform_bins(s, n_bins, *, scaled=None):
     neighbouring edge corrects. ``scaled`` is ``s * n_bins`` (float64) if the
     caller has it already.
     """
-    x = np.multiply(s, n_bins, dtype=np.float64) if scaled is None else scaled
-    b = np.ceil(x).astype(np.intp)
+    if scaled is None:
+        return _assign_uniform_chunked(np.asarray(s, dtype=np.float64), n_bins)
+    b = np.ceil(scaled).astype(np.intp)
     b -= 1
     np.clip(b, 0, n_bins - 1, out=b)
     if n_bins & (n_bins - 1):
         b += (s > (b + 1) / n_bins) & (b < n_bins - 1)
         b -= (s <= b / n_bins) & (b > 0)
     return b
+
+
+def _assign_uniform_chunked(s, n_bins):
+    """:func:`assign_uniform_bins` in cache-sized chunks with preallocated buffers.
+
+    ``floor(s * n_bins)`` is the bin of every score whose product is not
+    within a few ulps of an integer: the edge ``k / n_bins`` is rounded by
+    half an ulp and the product by another, which moves ``s * n_bins`` by at
+    most ``2 n_bins 2**-53`` from ``k``. Those few scores (an interior edge,
+    0.0, 1.0 and their neighbours) are placed by the exact rule,
+    :func:`assign_bins`.
+    """
+    edges = uniform_edges(n_bins)
+    tol = 0.5 - n_bins * 2.0**-46
+    n = s.shape[0]
+    out = np.empty(n, dtype=np.intp)
+    size = min(n, _CHUNK)
+    x_buf = np.empty(size)
+    m_buf = np.empty(size, dtype=bool)
+    for start in range(0, n, _CHUNK):
+        sc = s[start : start + _CHUNK]
+        k = sc.shape[0]
+        b, x, m = out[start : start + k], x_buf[:k], m_buf[:k]
+        np.multiply(sc, n_bins, out=x)
+        np.copyto(b, x, casting="unsafe")  # truncation: floor for x >= 0
+        # distance of the fractional part from 1/2: near 1/2 exactly when the
+        # product is near an integer
+        np.subtract(x, b, out=x)
+        np.subtract(x, 0.5, out=x)
+        np.abs(x, out=x)
+        np.greater_equal(x, tol, out=m)
+        if m.any():
+            near = np.flatnonzero(m)
+            b[near] = assign_bins(sc[near], edges)
+    return out
 
 
 @dataclass
@@ -130,13 +212,19 @@ def bin_table(y, s, w, edges, index=None):
     (:func:`assign_bins` of ``edges`` when not given)."""
     n_bins = edges.shape[0] - 1
     b = assign_bins(s, edges) if index is None else index
-    return table_from_sums(
-        edges,
-        np.bincount(b, weights=w, minlength=n_bins),
-        np.bincount(b, weights=w * y, minlength=n_bins),
-        np.bincount(b, weights=w * s, minlength=n_bins),
-        np.bincount(b, minlength=n_bins),
-    )
+    count = np.bincount(b, minlength=n_bins)
+    if w.min() == 1.0 and w.max() == 1.0:
+        # Unit weights: the weighted sums are the plain ones, bit for bit
+        # (``1 * v`` is ``v`` and a sum of ones below 2**53 is exact), in
+        # three passes instead of four and no products.
+        sw = count.astype(np.float64)
+        swy = np.bincount(b, weights=y, minlength=n_bins)
+        sws = np.bincount(b, weights=s, minlength=n_bins)
+    else:
+        sw = np.bincount(b, weights=w, minlength=n_bins)
+        swy = np.bincount(b, weights=w * y, minlength=n_bins)
+        sws = np.bincount(b, weights=w * s, minlength=n_bins)
+    return table_from_sums(edges, sw, swy, sws, count)
 
 
 def binned_error(table, norm, debias):

@@ -108,11 +108,16 @@ def _linear_gaussian_smooth(hist, sigma):
     return out[:, 0] if squeeze else out
 
 
-def statistics(y, s, w, geometry, M=FINE_M):
-    """Fine-grid sufficient statistics for ``geometry`` (see module docstring)."""
+def statistics(y, s, w, geometry, M=FINE_M, *, positions=None):
+    """Fine-grid sufficient statistics for ``geometry`` (see module docstring).
+
+    ``positions`` is ``geometry.to_unit(s)`` if the caller has it already.
+    """
     if geometry.metric == "l1":
         return calibration_statistics(y, s, w, M)
-    return calibration_statistics(y, geometry.to_unit(s), w, M, scores=s)
+    if positions is None:
+        positions = geometry.to_unit(s)
+    return calibration_statistics(y, positions, w, M, scores=s)
 
 
 def fit(y, s, w, geometry, sigma=None):
@@ -127,8 +132,10 @@ def fit(y, s, w, geometry, sigma=None):
         stats = statistics(y, s, w, geometry, geometry.grid_size(0.8 * sigma, FINE_M))
         return smece_at(stats, sigma, geometry), sigma, stats
     M = FIRST_PASS_M
+    # the logit of every score, once for both passes
+    u = None if geometry.metric == "l1" else geometry.to_unit(s)
     while True:
-        stats = pyramid(statistics(y, s, w, geometry, M))
+        stats = pyramid(statistics(y, s, w, geometry, M, positions=u))
         sig = solve_sigma(stats, geometry)
         need = geometry.grid_size(0.8 * sig, FINE_M)
         if need <= M:

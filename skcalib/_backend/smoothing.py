@@ -325,6 +325,7 @@ def dirichlet_nw(
     chunk_size=None,
     n_jobs=None,
     eps=SIMPLEX_EPS,
+    eval_rows=None,
 ):
     """Dirichlet-kernel Nadaraya-Watson smoother on the probability simplex.
 
@@ -362,6 +363,10 @@ def dirichlet_nw(
         Threads working on chunks in parallel.
     eps : float
         Clipping level.
+    eval_rows : ndarray of int or None
+        With ``F_eval=None``: evaluate at these training points only (rows
+        of ``F_train``), still against all the centres; the result has one
+        row per entry.
 
     Returns
     -------
@@ -369,7 +374,8 @@ def dirichlet_nw(
     """
     centres = DirichletCentres(F_train, Y_train, w_train, eps)
     if F_eval is None:
-        X = centres.F[centres.position]
+        rows = np.arange(centres.n) if eval_rows is None else np.asarray(eval_rows)
+        X = centres.F[centres.position[rows]]
         logX = np.log(X)
     else:
         if leave_one_out:
@@ -377,11 +383,15 @@ def dirichlet_nw(
                 "leave_one_out=True evaluates at the training points; "
                 "F_eval must be None."
             )
+        if eval_rows is not None:
+            raise ValueError("eval_rows selects training points; F_eval must be None.")
         X = clip_simplex(F_eval, eps)
         logX = np.log(X)
+        rows = None
     return _smooth(
         centres,
         logX,
+        rows,
         bandwidth,
         leave_one_out=leave_one_out,
         ratio=True,
@@ -395,6 +405,7 @@ def dirichlet_nw(
 def _smooth(
     centres,
     logX,
+    eval_rows,
     bandwidth,
     *,
     leave_one_out,
@@ -413,8 +424,7 @@ def _smooth(
     def work(sl):
         L = logX[sl] @ Fb.T
         L -= shift
-        rows = np.arange(sl.start, sl.stop)
-        loo = centres.loo_columns(rows) if leave_one_out else None
+        loo = centres.loo_columns(eval_rows[sl]) if leave_one_out else None
         return chunk_statistics(
             centres,
             L,
@@ -427,7 +437,7 @@ def _smooth(
     parts = map_chunks(work, m, chunk_size, n_jobs)
     stats = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     if leave_one_out:
-        total = centres.row_total_weight(np.arange(m))
+        total = centres.row_total_weight(eval_rows)
     else:
         total = centres.total_w
     with np.errstate(divide="ignore"):

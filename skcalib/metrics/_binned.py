@@ -177,7 +177,9 @@ def binned_calibration_error(
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
-    n_bins = check_n_bins(n_bins, int(np.count_nonzero(data.weight)))
+    # Only "cbrt" reads the number of rows of positive weight (a pass at 1e7).
+    n_positive = int(np.count_nonzero(data.weight)) if isinstance(n_bins, str) else 0
+    n_bins = check_n_bins(n_bins, n_positive)
     values, tables = [], []
     for y, s, w in binary_tasks(data, multi_class):
         if strategy == "uniform":

@@ -6,11 +6,13 @@ import numpy as np
 
 from .._backend.bandwidth import select_dirichlet_bandwidth
 from .._backend.smoothing import dirichlet_nw, kde_error_terms
+from .._params import check_param
 from .._validation import (
     binary_tasks,
     check_bool,
     check_calibration_inputs,
     check_kde_options,
+    check_random_generator,
 )
 from ._results import KDECalibrationResult
 from ._scorer import CalibrationScorer, register_scorer
@@ -33,7 +35,7 @@ def _problems(data, multi_class):
     ]
 
 
-def _solve(F, y, w, scale, *, p, bandwidth, debias, chunk_size, n_jobs):
+def _solve(F, y, w, scale, *, p, bandwidth, debias, chunk_size, n_jobs, rows):
     if isinstance(bandwidth, str):
         bandwidth, _ = select_dirichlet_bandwidth(
             F, y, w, bandwidth, chunk_size=chunk_size, n_jobs=n_jobs
@@ -48,10 +50,38 @@ def _solve(F, y, w, scale, *, p, bandwidth, debias, chunk_size, n_jobs):
         squared_error=debias,
         chunk_size=chunk_size,
         n_jobs=n_jobs,
+        eval_rows=rows,
     )
-    terms = kde_error_terms(F, y, res, p, debias)
-    ess = res.effective_sample_size[w > 0]
+    terms = kde_error_terms(F[rows], y[rows], res, p, debias)
+    ess = res.effective_sample_size[w[rows] > 0]
     return scale * terms, bandwidth, float(np.median(ess)), float(ess.min())
+
+
+def _evaluation_rows(weight, max_samples, random_state):
+    """Rows whose terms are evaluated, and the number of rows they are drawn
+    from (those of positive weight)."""
+    n = weight.shape[0]
+    if max_samples is None:
+        return np.arange(n), n
+    pool = np.flatnonzero(weight > 0)
+    if max_samples >= pool.shape[0]:
+        return np.arange(n), n
+    rng = check_random_generator(random_state)
+    return np.sort(rng.choice(pool, size=max_samples, replace=False)), pool.shape[0]
+
+
+def _sampling_standard_error(w, terms, value, n_pool, weight):
+    """Standard error of the subsample estimate ``sum w t / sum w`` of the
+    mean over all ``n_pool`` rows of positive weight (simple random sampling
+    without replacement; the ratio estimator's linearisation, with the known
+    mean weight of all rows). 0 when every row is evaluated."""
+    m = w.shape[0]
+    if m >= n_pool:
+        return 0.0
+    e = w * (terms - value)
+    mean_w = float(weight.sum()) / n_pool
+    var = float(np.var(e, ddof=1)) * (1.0 - m / n_pool) / m
+    return float(np.sqrt(var) / mean_w)
 
 
 def kde_calibration_error(
@@ -68,6 +98,8 @@ def kde_calibration_error(
     labels=None,
     chunk_size=None,
     n_jobs=None,
+    max_samples=None,
+    random_state=None,
     return_details=False,
 ):
     """Kernel (ECE-KDE) estimate of the L_p calibration error.
@@ -146,6 +178,17 @@ def kde_calibration_error(
         work arrays near 32 MB. Memory is ``O(chunk_size * n_samples)``.
     n_jobs : int, default=None
         Threads evaluating chunks in parallel (``-1``: all cores).
+    max_samples : int >= 2, default=None
+        Evaluate the leave-one-out terms at a uniform random subset of this
+        many samples (of positive weight), each still against all the
+        samples as kernel centres: ``O(max_samples * n_samples * n_classes)``
+        instead of ``O(n_samples^2 * n_classes)``. The result estimates the
+        full-sample value, without bias for equal weights (a ratio estimate
+        otherwise), with the standard error of the sampling in
+        ``return_details=True``'s ``standard_error``. ``None``, or at least
+        the number of samples, evaluates every sample (standard error 0).
+    random_state : int, RandomState instance or None, default=None
+        Draws the subset of ``max_samples``.
     return_details : bool, default=False
         Return a :class:`KDECalibrationResult` instead of a float.
 
@@ -202,6 +245,8 @@ def kde_calibration_error(
     0.0341
     """
     check_bool(return_details, "return_details")
+    check_param("max_samples", max_samples)
+    check_param("random_state", random_state)
     p, bandwidth, debias = check_kde_options(
         p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
     )
@@ -214,6 +259,7 @@ def kde_calibration_error(
             f"kde_calibration_error needs at least {n_needed} samples with positive "
             f"sample_weight ({'debiased ' if debias else ''}leave-one-out estimate)."
         )
+    rows, n_pool = _evaluation_rows(data.weight, max_samples, random_state)
     problems = _problems(data, multi_class)
     results = [
         _solve(
@@ -226,16 +272,29 @@ def kde_calibration_error(
             debias=debias,
             chunk_size=chunk_size,
             n_jobs=n_jobs,
+            rows=rows,
         )
         for F, y, w, scale in problems
     ]
-    per_sample = np.mean([r[0] for r in results], axis=0)
-    w = data.weight
-    value = float(np.dot(w, np.where(w > 0, per_sample, 0.0)) / w.sum())
+    terms = np.mean([r[0] for r in results], axis=0)
+    w = data.weight[rows]
+    terms = np.where(w > 0, terms, 0.0)
+    value = float(np.dot(w, terms) / w.sum())
+    se = _sampling_standard_error(w, terms, value, n_pool, data.weight)
     if root:
-        value = float(np.sign(value) * abs(value) ** (1.0 / p))
+        power = value
+        value = float(np.sign(power) * abs(power) ** (1.0 / p))
+        if se > 0:
+            # delta method; infinite slope of the root at 0
+            with np.errstate(divide="ignore"):
+                se = float(se * abs(power) ** (1.0 / p - 1.0) / p)
     if not return_details:
         return value
+    if rows.shape[0] == data.weight.shape[0]:
+        per_sample = terms
+    else:
+        per_sample = np.full(data.weight.shape[0], np.nan)
+        per_sample[rows] = terms
 
     def collect(i):
         vals = [r[i] for r in results]
@@ -247,6 +306,7 @@ def kde_calibration_error(
         effective_sample_size_median=collect(2),
         effective_sample_size_min=collect(3),
         per_sample=per_sample,
+        standard_error=se,
         p=p,
         debiased=debias,
         multi_class="binary" if data.kind == "binary" else multi_class,

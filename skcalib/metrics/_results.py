@@ -217,7 +217,13 @@ class KDECalibrationResult:
         A minimum near 1 means some estimates rest on a single neighbour.
     per_sample : ndarray of shape (n_samples,)
         Terms whose weighted mean is the ``p``-th power estimate (before
-        ``root``); averaged over classes for ``"classwise"``.
+        ``root``); averaged over classes for ``"classwise"``. NaN for the
+        samples not evaluated with ``max_samples``.
+    standard_error : float
+        Standard error of ``value`` due to evaluating a random subset of
+        ``max_samples`` samples (the delta method for ``root=True``); 0 when
+        every sample is evaluated. It does not include the statistical error
+        of the full-sample estimate itself.
     p : float
     debiased : bool
     multi_class : str
@@ -244,6 +250,7 @@ class KDECalibrationResult:
     effective_sample_size_median: object
     effective_sample_size_min: object
     per_sample: np.ndarray
+    standard_error: float
     p: float
     debiased: bool
     multi_class: str
