@@ -1,6 +1,7 @@
 """Progress of long operations (``verbose``) and the sink the CLI installs."""
 
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from skcalib._backend import progress as progress_module
 from skcalib._backend.progress import Progress, progress_sink
 from skcalib.cli import _progress as cli_progress
 from skcalib.cli._progress import StepProgress
-from skcalib.metrics import smooth_calibration_curve
+from skcalib.metrics import kde_calibration_error, smooth_calibration_curve
 from skcalib.perturbation import select_perturbation_scale
 
 
@@ -114,3 +115,28 @@ def test_cli_quiet_prints_nothing():
         smooth_calibration_curve(y, p, n_bootstrap=10, random_state=0)
         steps.done()
     assert stream.getvalue() == ""
+
+
+def test_kde_reports_its_steps():
+    calls = []
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet([1, 1, 1], 300)
+    y = np.array([rng.choice(3, p=row) for row in P])
+    with progress_sink(lambda *args: calls.append(args)):
+        kde_calibration_error(y, P, multi_class="classwise")
+    end = [c for c in calls if c[4]]
+    # Bandwidth selection and estimate for each of the three classes.
+    assert [(c[0], c[1], c[2]) for c in end] == [("ECE-KDE", 6, 6)]
+
+
+def test_kde_warns_about_quadratic_cost_and_names_the_remedy(monkeypatch):
+    from skcalib.metrics import _kde
+
+    monkeypatch.setattr(_kde, "LARGE_PAIRS", 1e4)
+    y, p = _data(200)
+    with pytest.warns(UserWarning, match="max_samples=") as record:
+        kde_calibration_error(y, p, bandwidth=0.1)
+    assert record[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kde_calibration_error(y, p, bandwidth=0.1, max_samples=50, random_state=0)

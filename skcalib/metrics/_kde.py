@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend.bandwidth import select_dirichlet_bandwidth
+from .._backend.progress import Progress
 from .._backend.smoothing import dirichlet_nw, kde_error_terms
+from .._backend.user_warning import warn_user
 from .._params import check_param
 from .._validation import (
     binary_tasks,
@@ -16,6 +18,10 @@ from .._validation import (
 )
 from ._results import KDECalibrationResult
 from ._scorer import CalibrationScorer, register_scorer
+
+# Beyond this many kernel evaluations per class (5e4 samples, minutes of
+# work) the full estimate warns and points at max_samples.
+LARGE_PAIRS = 2.5e9
 
 __all__ = ["kde_calibration_error"]
 
@@ -35,11 +41,12 @@ def _problems(data, multi_class):
     ]
 
 
-def _solve(F, y, w, scale, *, p, bandwidth, debias, chunk_size, n_jobs, rows):
+def _solve(F, y, w, scale, *, p, bandwidth, debias, chunk_size, n_jobs, rows, progress):
     if isinstance(bandwidth, str):
         bandwidth, _ = select_dirichlet_bandwidth(
             F, y, w, bandwidth, chunk_size=chunk_size, n_jobs=n_jobs
         )
+        progress.advance()
     res = dirichlet_nw(
         F,
         y,
@@ -52,6 +59,7 @@ def _solve(F, y, w, scale, *, p, bandwidth, debias, chunk_size, n_jobs, rows):
         n_jobs=n_jobs,
         eval_rows=rows,
     )
+    progress.advance()
     terms = kde_error_terms(F[rows], y[rows], res, p, debias)
     ess = res.effective_sample_size[w[rows] > 0]
     return scale * terms, bandwidth, float(np.median(ess)), float(ess.min())
@@ -101,6 +109,7 @@ def kde_calibration_error(
     max_samples=None,
     random_state=None,
     return_details=False,
+    verbose=0,
 ):
     """Kernel (ECE-KDE) estimate of the L_p calibration error.
 
@@ -191,6 +200,9 @@ def kde_calibration_error(
         Draws the subset of ``max_samples``.
     return_details : bool, default=False
         Return a :class:`KDECalibrationResult` instead of a float.
+    verbose : int, default=0
+        Report progress (bandwidth selection and estimate, per class for
+        ``"classwise"``) on stderr when positive.
 
     Returns
     -------
@@ -247,6 +259,7 @@ def kde_calibration_error(
     check_bool(return_details, "return_details")
     check_param("max_samples", max_samples)
     check_param("random_state", random_state)
+    check_param("verbose", verbose)
     p, bandwidth, debias = check_kde_options(
         p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
     )
@@ -260,22 +273,33 @@ def kde_calibration_error(
             f"sample_weight ({'debiased ' if debias else ''}leave-one-out estimate)."
         )
     rows, n_pool = _evaluation_rows(data.weight, max_samples, random_state)
-    problems = _problems(data, multi_class)
-    results = [
-        _solve(
-            F,
-            y,
-            w,
-            scale,
-            p=p,
-            bandwidth=bandwidth,
-            debias=debias,
-            chunk_size=chunk_size,
-            n_jobs=n_jobs,
-            rows=rows,
+    n_pairs = rows.shape[0] * data.weight.shape[0]
+    if n_pairs > LARGE_PAIRS:
+        warn_user(
+            f"kde_calibration_error compares every pair of the {n_pool} samples "
+            f"({n_pairs:.2g} kernel evaluations per class; time grows as n**2). "
+            "Pass max_samples=2000 for an estimate with its standard error "
+            "(return_details=True), in O(max_samples * n)."
         )
-        for F, y, w, scale in problems
-    ]
+    problems = _problems(data, multi_class)
+    steps = len(problems) * (2 if isinstance(bandwidth, str) else 1)
+    with Progress("ECE-KDE", steps, verbose) as progress:
+        results = [
+            _solve(
+                F,
+                y,
+                w,
+                scale,
+                p=p,
+                bandwidth=bandwidth,
+                debias=debias,
+                chunk_size=chunk_size,
+                n_jobs=n_jobs,
+                rows=rows,
+                progress=progress,
+            )
+            for F, y, w, scale in problems
+        ]
     terms = np.mean([r[0] for r in results], axis=0)
     w = data.weight[rows]
     terms = np.where(w > 0, terms, 0.0)
