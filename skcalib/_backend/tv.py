@@ -26,7 +26,6 @@ import importlib.util
 
 import numpy as np
 
-from .certificate import average_over_ties
 from .concentration import tv_constants
 
 __all__ = [
@@ -77,20 +76,21 @@ def _block_hull(S, n, block, upper):
         kept.append(np.flatnonzero(keep) + j0)
     kept.append(np.array([n - 1]))
     idx = np.concatenate(kept)
-    x = idx.astype(np.float64)
+    del kept
     v = S[idx]
-    q = (idx - 1) // block
     while idx.shape[0] >= 3:
-        cross = (x[1:-1] - x[:-2]) * (v[2:] - v[:-2]) - (x[2:] - x[:-2]) * (
+        # Point gaps are integers, exact in float64 (n < 2**53).
+        cross = (idx[1:-1] - idx[:-2]) * (v[2:] - v[:-2]) - (idx[2:] - idx[:-2]) * (
             v[1:-1] - v[:-2]
         )
         drop = cross >= 0 if upper else cross <= 0
-        drop &= q[:-2] == q[2:]
+        del cross
+        drop &= (idx[:-2] - 1) // block == (idx[2:] - 1) // block
         if not drop.any():
             break
         keep = np.ones(idx.shape[0], dtype=bool)
         keep[1:-1] = ~drop
-        idx, x, v, q = idx[keep], x[keep], v[keep], q[keep]
+        idx, v = idx[keep], v[keep]
     return idx
 
 
@@ -416,10 +416,12 @@ def fit_tv_steps(s_sorted, y_sorted, delta1, *, monotone=False):
             y_max=1.0,
             increasing=True,
         )
-        v = average_over_ties(s_sorted, v)
         starts = np.flatnonzero(np.concatenate([[True], v[1:] != v[:-1]]))
         values = v[starts]
-        return starts, values, float(v[-1] - v[0]), None
+        del v
+        starts, values = _steps_average_over_ties(s_sorted, starts, values)
+        # Still non-decreasing after the averaging: the variation is the rise.
+        return starts, values, float(values[-1] - values[0]), None
     _, t2 = tv_constants(n_train, delta1)
     if n_train == 0:
         return np.zeros(1, np.int64), np.zeros(1), 0.0, t2

@@ -379,13 +379,17 @@ def calibration_error_bound(
         if idx.shape[0] > n_valid:
             idx = np.sort(rng.choice(idx, n_valid, replace=False))
         valid_scores.append(s[idx])
+    # The binary task's labels are 0/1: one byte each. The validated float
+    # labels (8 bytes per sample) are not needed any more.
+    y = y.astype(np.uint8)
+    del data
     # One stable sort serves every fold: the training part of a fold is a
     # subsequence of the sorted sample, so it is sorted too, and ties keep an
     # order that does not depend on the labels.
     order = np.argsort(s, kind="stable")
-    # The binary task's labels are 0/1: one byte each.
-    s_sorted, y_sorted, fold_sorted = s[order], y[order].astype(np.uint8), fold[order]
-    del order, fold
+    s_sorted, y_sorted, fold_sorted = s[order], y[order], fold[order]
+    # Only the sorted copies are used from here on.
+    del order, fold, y, s
     if method == "nw":
         kwargs["prefix"] = window_prefix_sums(s_sorted, y_sorted)
 
