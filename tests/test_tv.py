@@ -55,7 +55,9 @@ def random_cases(seed, count):
         yield y, lam
 
 
-@pytest.mark.parametrize("use_numba", [False, pytest.param(True, id="numba")])
+@pytest.mark.parametrize(
+    "use_numba", [None, False, pytest.param(True, id="numba")], ids=str
+)
 def test_matches_dual_reference(use_numba):
     if use_numba and not tv.HAVE_NUMBA:
         pytest.skip("numba not installed")
@@ -80,6 +82,27 @@ def test_python_and_numba_agree_on_long_signals():
         check_kkt(y, a, lam, 1e-6)
 
 
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 4096])
+def test_taut_string_blocks_match_condat_and_kkt(block):
+    # Long label sequences with the penalties of the certificate: the string
+    # crosses many whole blocks between contacts, which the hulls summarise.
+    rng = np.random.default_rng(block)
+    for n, shape in [(3000, "linear"), (5000, "wiggle"), (4000, "step"), (257, "flat")]:
+        s = np.sort(rng.random(n))
+        eta = {
+            "linear": s,
+            "wiggle": 0.5 + 0.4 * np.sin(12 * s),
+            "step": (s > 0.5) * 0.8 + 0.1,
+            "flat": np.full(n, 0.3),
+        }[shape]
+        y = (rng.random(n) < eta).astype(float)
+        for lam in [0.7, 5.0, np.sqrt(n * np.log(4 * n / 1e-3) / 8), 10.0 * n]:
+            v = tv._dense(*tv._taut_string(y, lam, block=block), n)
+            ref = tv_denoise(y, lam, use_numba=False)
+            np.testing.assert_allclose(v, ref, atol=1e-9)
+            check_kkt(y, v, lam, 1e-7)
+
+
 def test_small_cases_closed_form():
     np.testing.assert_allclose(tv_denoise(np.array([0.7]), 3.0), [0.7], atol=1e-15)
     # n = 2: the two values move towards each other by lam, or merge.
@@ -102,3 +125,33 @@ def test_input_not_modified_and_total_variation():
     np.testing.assert_array_equal(y, y0)
     assert total_variation(v) == pytest.approx(np.abs(np.diff(v)).sum())
     assert total_variation([1.0]) == 0.0
+
+
+@pytest.mark.parametrize("monotone", [False, True])
+def test_fitted_steps_match_dense_fit_averaged_over_ties(monotone):
+    # Steps of the fit (the in-memory bound's form) against the dense
+    # reference: Condat's sweep, then the mean over each block of tied scores.
+    from sklearn.isotonic import isotonic_regression
+
+    from skcalib._backend.certificate import average_over_ties
+    from skcalib._backend.concentration import tv_constants
+
+    rng = np.random.default_rng(11)
+    for n, levels in [(2, 2), (50, 3), (3000, 40), (5000, 5000), (4000, 7)]:
+        s = np.sort(np.round(rng.random(n) * levels) / levels)
+        y = (rng.random(n) < 0.2 + 0.6 * s).astype(float)
+        starts, values, tv_fit, _ = tv.fit_tv_steps(s, y, 0.01, monotone=monotone)
+        if monotone:
+            raw = isotonic_regression(y, y_min=0.0, y_max=1.0)
+        else:
+            raw = tv_denoise(y, tv_constants(n, 0.01)[1], use_numba=False)
+        ref = average_over_ties(s, raw)
+        dense = np.repeat(values, np.diff(np.append(starts, n)))
+        np.testing.assert_allclose(dense, ref, atol=1e-10)
+        assert tv_fit == pytest.approx(np.abs(np.diff(ref)).sum(), abs=1e-9)
+        q = np.concatenate([s[:: max(1, n // 50)], [-0.1, 1.1, 0.5]])
+        np.testing.assert_allclose(
+            tv.steps_extension(s, starts, values, q),
+            tv.step_extension(s, ref, q),
+            atol=1e-10,
+        )

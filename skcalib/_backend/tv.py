@@ -1,11 +1,22 @@
 """Exact one-dimensional total-variation denoising.
 
-Solves ``min_v (1/2) ||y - v||² + lam * sum_i |v[i+1] - v[i]|`` exactly with
-Condat's direct algorithm (IEEE Signal Processing Letters, 2013): a single
-left-to-right sweep that keeps the range of admissible values of the current
-segment and emits a segment as soon as the taut string must bend. It is
-sequential, so it is compiled with numba when numba is importable (the ``fast``
-extra); the pure-Python version gives the same result, only slower.
+Solves ``min_v (1/2) ||y - v||² + lam * sum_i |v[i+1] - v[i]|`` exactly. The
+cumulative sum of the solution is the taut string: the shortest path from
+``(0, 0)`` to ``(n, S_n)`` that stays within ``lam`` of the cumulative sum
+``S`` of ``y``, and ``v`` is its slope.
+
+The default solver (:func:`_taut_string`) follows the string from one contact
+point to the next with whole-array numpy passes, so it needs no compiler. From
+a contact point, the string goes straight while some slope keeps it inside the
+tube; the first point at which the cone of such slopes closes shows where the
+string bends. Finding that point scans the points one by one only inside
+blocks of ``_BLOCK`` points: each block is first summarised by the convex
+hulls of its points, on which the extreme slopes of the whole block are
+attained, so the blocks that the cone crosses cost a few hull vertices each.
+
+Condat's direct algorithm (IEEE Signal Processing Letters, 2013) is kept as
+the reference solver (``use_numba=True``/``False``): a sequential sweep,
+compiled with numba when numba is importable (the ``fast`` extra).
 """
 
 from __future__ import annotations
@@ -15,16 +26,190 @@ import importlib.util
 
 import numpy as np
 
-from .certificate import average_over_ties
 from .concentration import tv_constants
 
 __all__ = [
     "tv_denoise",
     "total_variation",
+    "fit_tv_steps",
     "fit_tv_surrogate",
     "step_extension",
+    "steps_extension",
     "HAVE_NUMBA",
 ]
+
+# Points per block of the taut-string solver: large enough that the hulls are
+# small against the block (a few dozen vertices for labels), small enough that
+# the one block scanned point by point per contact stays cheap.
+_BLOCK = 4096
+
+
+def _last(mask):
+    """Index of the last True in ``mask`` (which has one)."""
+    return mask.shape[0] - 1 - int(np.argmax(mask[::-1]))
+
+
+def _block_hull(S, n, block, upper):
+    """Vertices ``j`` in ``[1, n - 1]`` of the lower (``upper=False``) or upper
+    convex hull of the points ``(j, S_j)`` of each block (block ``q`` holds
+    ``j`` in ``[q block + 1, (q + 1) block]``), in increasing order."""
+    if n < 4:
+        return np.arange(1, n)
+    # A point on or above (below) the segment joining two points of its block
+    # is no vertex of the lower (upper) hull, so every such point can go at
+    # once; rounds repeat until none is left. First round: unit spacing, so
+    # the test compares consecutive increments; it runs in slices to keep
+    # its temporaries small.
+    if block < 3:
+        return np.arange(1, n)
+    kept = [np.array([1])]
+    step = block << 8
+    for j0 in range(2, n - 1, step):
+        j1 = min(n - 1, j0 + step)  # interior points j0 .. j1 - 1
+        inc = np.diff(S[j0 - 1 : j1 + 1])  # S_j - S_{j-1}, then S_{j+1} - S_j
+        keep = inc[:-1] > inc[1:] if upper else inc[:-1] < inc[1:]
+        # Both ends of every block stay (its last point j = 0 mod block and
+        # the next block's first).
+        last = np.arange((-j0) % block, j1 - j0, block)
+        keep[last] = True
+        keep[last[last + 1 < j1 - j0] + 1] = True
+        kept.append(np.flatnonzero(keep) + j0)
+    kept.append(np.array([n - 1]))
+    idx = np.concatenate(kept)
+    del kept
+    v = S[idx]
+    while idx.shape[0] >= 3:
+        # Point gaps are integers, exact in float64 (n < 2**53).
+        cross = (idx[1:-1] - idx[:-2]) * (v[2:] - v[:-2]) - (idx[2:] - idx[:-2]) * (
+            v[1:-1] - v[:-2]
+        )
+        drop = cross >= 0 if upper else cross <= 0
+        del cross
+        drop &= (idx[:-2] - 1) // block == (idx[2:] - 1) // block
+        if not drop.any():
+            break
+        keep = np.ones(idx.shape[0], dtype=bool)
+        keep[1:-1] = ~drop
+        idx, v = idx[keep], v[keep]
+    return idx
+
+
+def _block_extreme(values, starts, reduce, carry):
+    """Per-block ``reduce`` (min or max) of ``values`` (blocks begin at
+    ``starts``), then its running value from ``carry``."""
+    per_block = reduce.reduceat(values, starts)
+    return per_block, reduce.accumulate(reduce(per_block, carry))
+
+
+def _taut_string(y, lam, block=_BLOCK):
+    """Exact TV denoising with numpy passes (see the module docstring).
+
+    Returns the solution as steps: ``starts`` (the first index of each
+    constant piece, from 0) and its ``values``.
+    """
+    n = y.shape[0]
+    S = np.empty(n + 1)
+    S[0] = 0.0
+    np.cumsum(y, dtype=np.float64, out=S[1:])
+    # Point n is pinned at S_n (the tube closes there); it lies in the last
+    # block, which is always scanned point by point.
+    lo_idx = _block_hull(S, n, block, upper=False)
+    up_idx = _block_hull(S, n, block, upper=True)
+    lo_q = (lo_idx - 1) // block
+    up_q = (up_idx - 1) // block
+    last_q = (n - 1) // block
+    ends, slopes = [], []
+    k0, r0 = 0, 0.0
+
+    def scan(p1, p2, a_max, a_at, b_min, b_at):
+        # Slopes from the contact point (k0, r0) to the lower (a) and upper (b)
+        # tube points p1..p2, carrying the extremes of the earlier points.
+        d = np.arange(p1 - k0, p2 - k0 + 1, dtype=np.float64)
+        base = S[p1 : p2 + 1] - r0
+        a = (base - lam) / d
+        b = (base + lam) / d
+        if p2 == n:
+            a[-1] = b[-1] = base[-1] / d[-1]
+        A = np.maximum(np.maximum.accumulate(a), a_max)
+        B = np.minimum(np.minimum.accumulate(b), b_min)
+        closed = A > B
+        t = int(closed.argmax())
+        if closed[t]:
+            a_prev, b_prev = (A[t - 1], B[t - 1]) if t > 0 else (a_max, b_min)
+            if a[t] > b_prev:
+                # Bends up at the last upper point of least slope.
+                j = p1 + _last(b[:t] == b_prev) if t and b_prev < b_min else b_at
+                return True, (float(b_prev), j, S[j] + lam)
+            j = p1 + _last(a[:t] == a_prev) if t and a_prev > a_max else a_at
+            return True, (float(a_prev), j, S[j] - lam)
+        if A[-1] > a_max:
+            a_max = float(A[-1])
+            a_at = p1 + _last(a == a_max)
+        if B[-1] < b_min:
+            b_min = float(B[-1])
+            b_at = p1 + _last(b == b_min)
+        return False, (a_max, a_at, b_min, b_at, float(a[-1]))
+
+    def _cross_blocks(q1, carry):
+        # Whole blocks q1 .. last_q - 1, summarised by their hulls: the least
+        # slope to a block's upper points is attained at a vertex of its lower
+        # hull, the greatest to its lower points at one of its upper hull.
+        # Returns how many blocks the cone crosses without closing, with
+        # ``carry`` updated in place over them. The slopes are computed with
+        # the very operations of ``scan``, so both see the same numbers.
+        a_max, a_at, b_min, b_at = carry
+        blocks = np.arange(q1, last_q)
+        lo = slice(np.searchsorted(lo_q, q1), np.searchsorted(lo_q, last_q))
+        up = slice(np.searchsorted(up_q, q1), np.searchsorted(up_q, last_q))
+        lj, uj = lo_idx[lo], up_idx[up]
+        l_start = np.searchsorted(lo_q[lo], blocks)
+        u_start = np.searchsorted(up_q[up], blocks)
+        bv = ((S[lj] - r0) + lam) / (lj - k0).astype(np.float64)
+        av = ((S[uj] - r0) - lam) / (uj - k0).astype(np.float64)
+        b_blk, b_run = _block_extreme(bv, l_start, np.minimum, b_min)
+        a_blk, a_run = _block_extreme(av, u_start, np.maximum, a_max)
+        closed = a_run > b_run
+        k = int(closed.argmax()) if closed.any() else blocks.shape[0]
+        if k > 0:
+            if b_run[k - 1] < b_min:
+                b_min = float(b_run[k - 1])
+                m = _last(b_blk[:k] == b_min)
+                s1 = l_start[m + 1] if m + 1 < l_start.shape[0] else bv.shape[0]
+                b_at = int(lj[l_start[m] + _last(bv[l_start[m] : s1] == b_min)])
+            if a_run[k - 1] > a_max:
+                a_max = float(a_run[k - 1])
+                m = _last(a_blk[:k] == a_max)
+                s1 = u_start[m + 1] if m + 1 < u_start.shape[0] else av.shape[0]
+                a_at = int(uj[u_start[m] + _last(av[u_start[m] : s1] == a_max)])
+        carry[:] = [a_max, a_at, b_min, b_at]
+        return k
+
+    while k0 < n:
+        carry = (-np.inf, -1, np.inf, -1)
+        q = k0 // block
+        p1 = k0 + 1
+        while True:
+            done, out = scan(p1, min(n, (q + 1) * block), *carry)
+            if done or (q + 1) * block >= n:
+                break
+            carry = list(out[:4])
+            q += 1
+            if q < last_q:
+                q += _cross_blocks(q, carry)
+            p1 = q * block + 1
+        if not done:
+            ends.append(n)
+            slopes.append(out[4])
+            break
+        slope, k0, r0 = out
+        ends.append(k0)
+        slopes.append(slope)
+    starts = np.concatenate([[0], np.asarray(ends[:-1], dtype=np.int64)])
+    return starts, np.array(slopes)
+
+
+def _dense(starts, values, n):
+    return np.repeat(values, np.diff(np.append(starts, n)))
 
 
 def _condat(y, lam, x):  # pragma: no cover - compiled or exercised via wrappers
@@ -134,29 +319,31 @@ def tv_denoise(y, lam, *, use_numba=None):
     lam : float
         Penalty, >= 0.
     use_numba : bool or None, default=None
-        ``None`` uses the compiled solver when numba is available.
+        ``None`` uses the numpy taut-string solver; ``True`` and ``False``
+        select Condat's sweep, compiled with numba or in pure Python (the
+        reference the default solver is tested against).
 
     Returns
     -------
     v : ndarray of shape (n,)
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
-    x = np.empty_like(y)
     if y.shape[0] == 0:
-        return x
+        return np.empty_like(y)
     if lam <= 0.0:
-        x[:] = y
-        return x
+        return y.copy()
+    if use_numba is None:
+        return _dense(*_taut_string(y, float(lam)), y.shape[0])
     if use_numba and not HAVE_NUMBA:
         raise ImportError("use_numba=True needs numba (pip install skcalib[fast]).")
-    solver = _compiled_solver() if (use_numba is None or use_numba) else _condat
-    if solver is _condat:
+    x = np.empty_like(y)
+    if use_numba:
+        _compiled_solver()(y, float(lam), x)
+    else:
         # Python floats are much faster than numpy scalars in the sweep.
         xs = [0.0] * y.shape[0]
         _condat(y.tolist(), float(lam), xs)
         x[:] = xs
-    else:
-        solver(y, float(lam), x)
     return x
 
 
@@ -166,11 +353,40 @@ def total_variation(v):
     return float(np.abs(np.diff(v)).sum()) if v.shape[0] > 1 else 0.0
 
 
-def fit_tv_surrogate(s_sorted, y_sorted, delta1, *, monotone=False):
-    """Surrogate ``η̂`` of the total-variation bound on labels sorted by score.
+def _steps_average_over_ties(s_sorted, starts, values):
+    """:func:`.certificate.average_over_ties` of the step function
+    ``(starts, values)``: only the tie blocks that a step crosses change."""
+    n = s_sorted.shape[0]
+    inner = starts[1:]
+    crossed = inner[s_sorted[inner - 1] == s_sorted[inner]]
+    if crossed.shape[0] == 0:
+        return starts, values
+    tied = s_sorted[crossed]
+    lo = np.unique(np.searchsorted(s_sorted, tied, side="left"))
+    hi = np.searchsorted(s_sorted, s_sorted[lo], side="right")
+    # Sum of the values over the first i points, from the steps.
+    lengths = np.diff(np.append(starts, n))
+    before = np.concatenate([[0.0], np.cumsum(values * lengths)])
 
-    Total-variation denoising with the penalty ``t2`` of
-    :func:`.concentration.tv_constants` (``λ = t2 / n`` on the
+    def head_sum(i):
+        g = np.searchsorted(starts, i, side="right") - 1
+        return before[g] + values[g] * (i - starts[g])
+
+    means = (head_sum(hi) - head_sum(lo)) / (hi - lo)
+    points = np.unique(np.concatenate([starts, lo, hi[hi < n]]))
+    g = np.searchsorted(starts, points, side="right") - 1
+    new_values = values[g]
+    b = np.searchsorted(lo, points, side="right") - 1
+    inside = (b >= 0) & (points < hi[np.maximum(b, 0)])
+    new_values[inside] = means[b[inside]]
+    return points, new_values
+
+
+def fit_tv_steps(s_sorted, y_sorted, delta1, *, monotone=False):
+    """Surrogate ``η̂`` of the total-variation bound, as steps.
+
+    Total-variation denoising of the labels sorted by score with the penalty
+    ``t2`` of :func:`.concentration.tv_constants` (``λ = t2 / n`` on the
     ``(1 / 2n) ||y - v||²`` scale), or, with ``monotone=True``, isotonic
     regression, which satisfies the same bound for ``V = 1``. The fitted
     values are then averaged over each block of tied scores, so that they are
@@ -179,10 +395,12 @@ def fit_tv_surrogate(s_sorted, y_sorted, delta1, *, monotone=False):
 
     Returns
     -------
-    v : ndarray of shape (n,)
-        Fitted values at the sorted training points.
+    starts : ndarray of int
+        First sorted training index of each constant piece (the first is 0).
+    values : ndarray
+        Fitted value of each piece.
     fitted_variation : float
-        Total variation of ``v``.
+        Total variation of the fit.
     penalty : float or None
         ``λ`` (``None`` for the isotonic fit).
     """
@@ -192,12 +410,40 @@ def fit_tv_surrogate(s_sorted, y_sorted, delta1, *, monotone=False):
         # pool-adjacent-violators solver.
         from sklearn.isotonic import isotonic_regression
 
-        v = isotonic_regression(y_sorted, y_min=0.0, y_max=1.0, increasing=True)
-        v = average_over_ties(s_sorted, v)
-        return v, float(v[-1] - v[0]), None
+        v = isotonic_regression(
+            np.asarray(y_sorted, dtype=np.float64),
+            y_min=0.0,
+            y_max=1.0,
+            increasing=True,
+        )
+        starts = np.flatnonzero(np.concatenate([[True], v[1:] != v[:-1]]))
+        values = v[starts]
+        del v
+        starts, values = _steps_average_over_ties(s_sorted, starts, values)
+        # Still non-decreasing after the averaging: the variation is the rise.
+        return starts, values, float(values[-1] - values[0]), None
     _, t2 = tv_constants(n_train, delta1)
-    v = average_over_ties(s_sorted, tv_denoise(y_sorted, t2))
-    return v, total_variation(v), t2 / n_train
+    if n_train == 0:
+        return np.zeros(1, np.int64), np.zeros(1), 0.0, t2
+    starts, values = _taut_string(np.asarray(y_sorted), float(t2))
+    starts, values = _steps_average_over_ties(s_sorted, starts, values)
+    return starts, values, total_variation(values), t2 / n_train
+
+
+def fit_tv_surrogate(s_sorted, y_sorted, delta1, *, monotone=False):
+    """:func:`fit_tv_steps` with the fitted value of every training point.
+
+    Returns
+    -------
+    v : ndarray of shape (n,)
+        Fitted values at the sorted training points.
+    fitted_variation : float
+    penalty : float or None
+    """
+    starts, values, fitted_variation, penalty = fit_tv_steps(
+        s_sorted, y_sorted, delta1, monotone=monotone
+    )
+    return _dense(starts, values, y_sorted.shape[0]), fitted_variation, penalty
 
 
 def step_extension(s_sorted, values, s):
@@ -205,3 +451,9 @@ def step_extension(s_sorted, values, s):
     one below the range)."""
     j = np.searchsorted(s_sorted, s, side="right") - 1
     return values[np.clip(j, 0, s_sorted.shape[0] - 1)]
+
+
+def steps_extension(s_sorted, starts, values, s):
+    """:func:`step_extension` of the fit given as steps."""
+    j = np.clip(np.searchsorted(s_sorted, s, side="right") - 1, 0, None)
+    return values[np.searchsorted(starts, j, side="right") - 1]

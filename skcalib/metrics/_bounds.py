@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from joblib import Parallel, delayed
 
@@ -16,7 +14,7 @@ from .._backend.certificate import (
 )
 from .._backend.distributed import any_dask
 from .._backend.score_grid import discretisation_term
-from .._backend.tv import HAVE_NUMBA, fit_tv_surrogate, step_extension
+from .._backend.tv import fit_tv_steps, steps_extension
 from .._backend.window import (
     NW_HALF_WIDTHS,
     bucket_edges,
@@ -83,11 +81,11 @@ def _nw_fold(s_sorted, y_sorted, held_out, s_valid, delta, *, scale, prefix):
 
 def _tv_fold(s_train, y_train, s_valid, delta, *, variation, assume):
     n_train = s_train.shape[0]
-    v, fitted_variation, penalty = fit_tv_surrogate(
+    starts, values, fitted_variation, penalty = fit_tv_steps(
         s_train, y_train, delta, monotone=assume == "monotone"
     )
     extra = {} if penalty is None else {"penalty": penalty}
-    err = np.abs(s_valid - step_extension(s_train, v, s_valid))
+    err = np.abs(s_valid - steps_extension(s_train, starts, values, s_valid))
     terms, lower = tv_fold_terms(
         err.shape[0],
         (err.mean(), err.var()),
@@ -295,9 +293,7 @@ def calibration_error_bound(
         Fold assignment and validation subsampling.
     n_jobs : int, default=None
         Folds run in parallel with ``joblib.Parallel`` (threads: the folds
-        share the sorted sample). ``None`` means one job, except for
-        ``method="tv"`` with the compiled solver (the ``fast`` extra), whose
-        folds then use every core, as scikit-learn's OpenMP estimators do.
+        share the sorted sample). ``None`` means one job.
     return_details : bool, default=False
         Return a :class:`CalibrationBound` instead of the float upper bound.
 
@@ -379,8 +375,14 @@ def calibration_error_bound(
         )
     rng = check_random_generator(random_state)
 
-    fold = np.empty(n, dtype=np.int64)
-    fold[rng.permutation(n)] = np.arange(n) % n_splits
+    # Small integer types: at 1e7 samples every byte per sample is 10 MB.
+    fold = np.empty(n, dtype=np.min_scalar_type(n_splits - 1))
+    perm = rng.permutation(n)
+    step = 1 << 20
+    for i in range(0, n, step):
+        part = perm[i : i + step]
+        fold[part] = np.arange(i, i + part.shape[0]) % n_splits
+    del perm
     n_valid = _validation_size(n)
     valid_scores = []
     for k in range(n_splits):
@@ -388,20 +390,23 @@ def calibration_error_bound(
         if idx.shape[0] > n_valid:
             idx = np.sort(rng.choice(idx, n_valid, replace=False))
         valid_scores.append(s[idx])
+    # The binary task's labels are 0/1: one byte each. The validated float
+    # labels (8 bytes per sample) are not needed any more.
+    y = y.astype(np.uint8)
+    del data
     # One stable sort serves every fold: the training part of a fold is a
     # subsequence of the sorted sample, so it is sorted too, and ties keep an
     # order that does not depend on the labels.
     order = np.argsort(s, kind="stable")
     s_sorted, y_sorted, fold_sorted = s[order], y[order], fold[order]
+    # Only the sorted copies are used from here on.
+    del order, fold, y, s
     if method == "nw":
         kwargs["prefix"] = window_prefix_sums(s_sorted, y_sorted)
 
-    if n_jobs is None and method == "tv" and HAVE_NUMBA:
-        # The compiled solver is sequential within a fold and releases the
-        # GIL: like scikit-learn's OpenMP estimators, use the cores unasked.
-        n_jobs = min(n_splits, os.cpu_count() or 1)
     # Threads: the folds share the sorted sample (no copy per worker), and the
-    # numpy passes and the compiled TV solver release the GIL.
+    # numpy passes release the GIL. One job by default: each running fold
+    # holds about 25 bytes per sample.
     folds = Parallel(n_jobs=n_jobs, prefer="threads")(
         delayed(_run_fold)(
             method,
