@@ -689,7 +689,7 @@ def select_perturbation_scale(
         )
 
     bound_seed = int(rng.integers(0, 2**32 - 1))
-    with Progress("bounds, one per scale", len(scales), verbose) as progress:
+    with Progress("bounds", len(scales) + 1, verbose) as progress:
         bounds = list(
             progress.track(
                 Parallel(n_jobs=n_jobs, return_as="generator")(
@@ -707,15 +707,16 @@ def select_perturbation_scale(
                 )
             )
         )
-    base_bound = calibration_error_bound(
-        y_oof,
-        pooled(None),
-        labels=classes,
-        method="tv",
-        delta=delta,
-        random_state=bound_seed,
-        return_details=True,
-    )
+        base_bound = calibration_error_bound(
+            y_oof,
+            pooled(None),
+            labels=classes,
+            method="tv",
+            delta=delta,
+            random_state=bound_seed,
+            return_details=True,
+        )
+        progress.advance()
     result.update(
         bound_upper=np.array([b.upper for b in bounds]),
         bound_estimate=np.array([b.estimate for b in bounds]),

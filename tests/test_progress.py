@@ -61,9 +61,9 @@ def test_sink_receives_every_operation_and_counts_to_total():
     finished = [c for c in calls if c[4]]
     assert [c[0] for c in finished] == [
         "cross-validation splits",
-        "bounds, one per scale",
+        "bounds",
     ]
-    assert [(c[1], c[2]) for c in finished] == [(3, 3), (2, 2)]
+    assert [(c[1], c[2]) for c in finished] == [(3, 3), (3, 3)]
 
 
 def test_failed_operation_reports_no_end():
@@ -140,3 +140,17 @@ def test_kde_warns_about_quadratic_cost_and_names_the_remedy(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         kde_calibration_error(y, p, bandwidth=0.1, max_samples=50, random_state=0)
+
+
+def test_bound_reports_one_step_per_fold_and_keeps_its_value():
+    from skcalib.metrics import calibration_error_bound
+
+    calls = []
+    y, p = _data(3000, seed=4)
+    quiet = calibration_error_bound(y, p, random_state=0, return_details=True)
+    with progress_sink(lambda *args: calls.append(args)):
+        loud = calibration_error_bound(
+            y, p, random_state=0, n_jobs=2, return_details=True
+        )
+    assert [(c[0], c[1], c[2]) for c in calls if c[4]] == [("tv bound, folds", 5, 5)]
+    assert loud.upper == quiet.upper and loud.per_fold == quiet.per_fold

@@ -24,6 +24,10 @@ REPORT_EVERY = {1: 10.0, 2: 1.0}
 SINK_EVERY = 0.1
 
 _SINK = ContextVar("skcalib_progress_sink", default=None)
+# True inside an operation that reports: the operations it runs (the bounds of
+# select_perturbation_scale, say) stay silent, so that one bar or one series
+# of lines describes one operation.
+_REPORTING = ContextVar("skcalib_progress_reporting", default=False)
 
 
 def _stderr_lines(label, done, total, elapsed, finished):
@@ -44,7 +48,8 @@ class Progress:
 
     def __init__(self, label, total, verbose=0):
         sink = _SINK.get()
-        self.enabled = bool(verbose) or sink is not None
+        self.enabled = (bool(verbose) or sink is not None) and not _REPORTING.get()
+        self._token = None
         self.sink = sink or _stderr_lines
         if sink is not None:
             self.every = SINK_EVERY
@@ -73,6 +78,8 @@ class Progress:
             self.enabled = False
 
     def __enter__(self):
+        if self.enabled:
+            self._token = _REPORTING.set(True)
         return self
 
     def __exit__(self, *exc):
@@ -80,6 +87,9 @@ class Progress:
         if exc[0] is None:
             self.close()
         self.enabled = False
+        if self._token is not None:
+            _REPORTING.reset(self._token)
+            self._token = None
         return False
 
     def track(self, results, steps=None):

@@ -13,6 +13,7 @@ from .._backend.certificate import (
     tv_fold_terms,
 )
 from .._backend.distributed import any_dask
+from .._backend.progress import Progress
 from .._backend.score_grid import discretisation_term
 from .._backend.tv import fit_tv_steps, steps_extension
 from .._backend.window import (
@@ -219,6 +220,7 @@ def calibration_error_bound(
     random_state=None,
     n_jobs=None,
     return_details=False,
+    verbose=0,
 ):
     """Certified bound on the L1 calibration error of a classifier.
 
@@ -296,6 +298,8 @@ def calibration_error_bound(
         share the sorted sample). ``None`` means one job.
     return_details : bool, default=False
         Return a :class:`CalibrationBound` instead of the float upper bound.
+    verbose : int, default=0
+        Report progress (one step per fold) on stderr when positive.
 
     Returns
     -------
@@ -407,19 +411,24 @@ def calibration_error_bound(
     # Threads: the folds share the sorted sample (no copy per worker), and the
     # numpy passes release the GIL. One job by default: each running fold
     # holds about 25 bytes per sample.
-    folds = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_run_fold)(
-            method,
-            s_sorted,
-            y_sorted,
-            fold_sorted,
-            k,
-            valid_scores[k],
-            fold_delta(delta, n_splits),
-            kwargs,
+    with Progress(f"{method} bound, folds", n_splits, verbose) as progress:
+        folds = list(
+            progress.track(
+                Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
+                    delayed(_run_fold)(
+                        method,
+                        s_sorted,
+                        y_sorted,
+                        fold_sorted,
+                        k,
+                        valid_scores[k],
+                        fold_delta(delta, n_splits),
+                        kwargs,
+                    )
+                    for k in range(n_splits)
+                )
+            )
         )
-        for k in range(n_splits)
-    )
     combined = aggregate_folds(folds)
     if not return_details:
         return float(combined["upper"])
