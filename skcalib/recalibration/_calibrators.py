@@ -2,6 +2,7 @@
 
 import numpy as np
 from joblib import Parallel, delayed
+from scipy.special import expit, softmax
 from sklearn.base import clone
 from sklearn.utils import _safe_indexing, get_tags
 from sklearn.utils.validation import (
@@ -13,6 +14,7 @@ from sklearn.utils.validation import (
 from .._backend import recalibration as _rc
 from .._meta import align_proba_columns
 from .._validation import check_estimator_proba
+from ._progress import progress
 
 
 def _is_one_dimensional(calibrator):
@@ -23,11 +25,43 @@ def _is_one_dimensional(calibrator):
         return False
 
 
-def _full_proba(estimator, X, classes):
-    """``predict_proba`` with one column per class of ``classes`` (absent ones 0)."""
-    proba = check_estimator_proba(
-        estimator.predict_proba(X), estimator, _num_samples(X)
+def _decision_proba(estimator, X):
+    """Probabilities whose log-odds (binary) or logits are the decision function.
+
+    A model without ``predict_proba`` (``SVC(probability=False)``) reports
+    scores on the log-odds scale at best: ``expit(d)`` has log-odds ``d``
+    exactly, which is what the logit map reads back, so its base maps start
+    from the model's own scale (as scikit-learn's sigmoid calibration uses
+    ``decision_function``).
+    """
+    d = np.asarray(estimator.decision_function(X), dtype=np.float64)
+    n_classes = len(estimator.classes_)
+    if d.ndim == 1 or d.shape[1] == 1:
+        if n_classes != 2:
+            raise ValueError(
+                f"{type(estimator).__name__}.decision_function returned one column "
+                f"for {n_classes} classes."
+            )
+        d = d.reshape(-1)
+        return np.column_stack([expit(-d), expit(d)])
+    return softmax(d, axis=1)
+
+
+def has_scores(estimator):
+    """Whether ``estimator`` has ``predict_proba`` or ``decision_function``."""
+    return hasattr(estimator, "predict_proba") or hasattr(
+        estimator, "decision_function"
     )
+
+
+def _full_proba(estimator, X, classes):
+    """``predict_proba`` (else the probabilities of the decision function) with
+    one column per class of ``classes`` (absent ones 0)."""
+    if hasattr(estimator, "predict_proba"):
+        raw = estimator.predict_proba(X)
+    else:
+        raw = _decision_proba(estimator, X)
+    proba = check_estimator_proba(raw, estimator, _num_samples(X))
     return align_proba_columns(proba, estimator.classes_, classes)
 
 
@@ -123,8 +157,25 @@ def _cross_fitted_proba(estimator, X, y, splits, classes, fit_params, n_jobs):
 
 
 def _fit_pair(
-    estimator, calibrator, X, y, y_idx, train, test, classes, sample_weight, fit_params
+    estimator,
+    calibrator,
+    X,
+    y,
+    y_idx,
+    train,
+    test,
+    classes,
+    sample_weight,
+    fit_params,
+    verbose=0,
+    fold=None,
 ):
+    if fold is not None:
+        progress(
+            verbose,
+            f"fold {fold[0] + 1}/{fold[1]}: {len(train)} rows to fit, "
+            f"{len(test)} to calibrate",
+        )
     P = _fold_proba(estimator, X, y, train, test, classes, fit_params)
     sw = None if sample_weight is None else sample_weight[test]
     return _CalibratedPair(

@@ -16,17 +16,25 @@ from .._meta import (
     estimator_router,
     route_fit_params,
 )
-from .._validation import check_known_labels, check_n_jobs, check_sample_weight
+from .._params import RULES, AnyOf, Boolean, StrOptions, check_params
+from .._validation import check_known_labels, check_sample_weight
 from ._calibrators import (
     _CalibratedPair,
     _cross_fitted_proba,
     _fit_calibrator,
     _fit_pair,
     _full_proba,
+    has_scores,
 )
 from ._kernel import KernelRecalibrator
 
 __all__ = ["RecalibratedClassifier"]
+
+_RULES = {
+    "ensemble": AnyOf(Boolean(), StrOptions("auto")),
+    "n_jobs": RULES["n_jobs"],
+    "verbose": RULES["verbose"],
+}
 
 
 class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -41,7 +49,11 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     Parameters
     ----------
     estimator : classifier, default=None
-        A classifier with ``predict_proba``. ``None`` means
+        A classifier with ``predict_proba`` or, failing that,
+        ``decision_function`` (read as log-odds for a binary problem, logits
+        otherwise: the probabilities ``expit(d)`` or ``softmax(d)`` are
+        recalibrated, as :class:`~sklearn.svm.SVC` with ``probability=False``
+        needs). ``None`` means
         :class:`~sklearn.linear_model.LogisticRegression`. Wrap an already
         fitted model in :class:`sklearn.frozen.FrozenEstimator`: it is not
         refitted, ``cv`` is ignored and the calibrator is fitted on all of the
@@ -72,6 +84,10 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         estimator is a ``FrozenEstimator``.
     n_jobs : int, default=None
         Folds fitted in parallel (joblib).
+    verbose : int, default=0
+        ``1`` or more: report each cross-validation fold (and the
+        calibrator's fit, for a calibrator with a ``verbose`` parameter at
+        ``2`` or more) to stderr.
 
     Attributes
     ----------
@@ -114,19 +130,32 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     """
 
     def __init__(
-        self, estimator=None, *, calibrator=None, cv=None, ensemble="auto", n_jobs=None
+        self,
+        estimator=None,
+        *,
+        calibrator=None,
+        cv=None,
+        ensemble="auto",
+        n_jobs=None,
+        verbose=0,
     ):
         self.estimator = estimator
         self.calibrator = calibrator
         self.cv = cv
         self.ensemble = ensemble
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def _get_estimator(self):
         return default_estimator(self.estimator)
 
     def _get_calibrator(self):
-        return KernelRecalibrator() if self.calibrator is None else self.calibrator
+        calibrator = (
+            KernelRecalibrator() if self.calibrator is None else self.calibrator
+        )
+        if self.verbose >= 2 and "verbose" in calibrator.get_params(deep=False):
+            calibrator = clone(calibrator).set_params(verbose=self.verbose - 1)
+        return calibrator
 
     def fit(self, X, y, sample_weight=None, **fit_params):
         """Fit the classifier(s) and the calibrator(s).
@@ -147,25 +176,22 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         -------
         self : RecalibratedClassifier
         """
-        if not (self.ensemble == "auto" or isinstance(self.ensemble, bool | np.bool_)):
-            raise ValueError(
-                f"ensemble must be True, False or 'auto'; got {self.ensemble!r}."
-            )
-        check_n_jobs(self.n_jobs)
+        check_params(type(self).__name__, self.get_params(deep=False), _RULES)
         check_classification_targets(y)
         X, y = indexable(X, y)
         y = column_or_1d(y, warn=True)
         estimator = self._get_estimator()
         calibrator = self._get_calibrator()
-        for name, obj, needed in (
-            ("calibrator", calibrator, ("fit", "transform")),
-            ("estimator", estimator, ("fit", "predict_proba")),
-        ):
-            missing = [m for m in needed if not hasattr(obj, m)]
-            if missing:
-                raise TypeError(
-                    f"{name} must implement {' and '.join(needed)}; {obj!r} does not."
-                )
+        missing = [m for m in ("fit", "transform") if not hasattr(calibrator, m)]
+        if missing:
+            raise TypeError(
+                f"calibrator must implement fit and transform; {calibrator!r} does not."
+            )
+        if not (hasattr(estimator, "fit") and has_scores(estimator)):
+            raise TypeError(
+                "estimator must implement fit and predict_proba or decision_function; "
+                f"{estimator!r} does not."
+            )
         frozen = isinstance(estimator, FrozenEstimator)
         present = np.unique(y)
         if present.shape[0] < 2:
@@ -223,8 +249,10 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                         self.classes_,
                         sample_weight,
                         est_params,
+                        self.verbose,
+                        (i, n_folds),
                     )
-                    for train, test in cv.split(X, y, **split_params)
+                    for i, (train, test) in enumerate(cv.split(X, y, **split_params))
                 )
             else:
                 # Fitted here rather than by cross_val_predict, which would
@@ -248,7 +276,11 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                     )
                 ]
 
-        copy_fitted_attributes(self, self.calibrated_classifiers_[0].estimator)
+        copy_fitted_attributes(
+            self,
+            self.calibrated_classifiers_[0].estimator,
+            ("predict_proba", "decision_function"),
+        )
         return self
 
     def predict_proba(self, X):

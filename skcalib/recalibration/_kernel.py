@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -22,16 +23,23 @@ from .._backend.binning import positive_weight_rows
 from .._backend.grid import calibration_statistics
 from .._backend.smece import GridGeometry, solve_sigma
 from .._backend.smoothing import dirichlet_nw
+from .._params import (
+    RULES,
+    AnyOf,
+    Interval,
+    Options,
+    StrOptions,
+    check_param,
+    check_params,
+)
 from .._validation import (
     as_probability_columns,
     check_column_labels,
-    check_n_jobs,
-    check_option,
     check_probability_matrix,
-    check_real,
     check_sample_weight,
     check_sigma,
 )
+from ._progress import progress
 
 __all__ = ["KernelRecalibrator"]
 
@@ -43,6 +51,21 @@ _GRID_BANDWIDTHS = ("auto", "smece")
 _DIRICHLET_BANDWIDTHS = ("auto", "mle", "risk")
 # Points used by the multiclass bandwidth selectors (O(m^2 K) per candidate).
 _DIRICHLET_MAX_SAMPLES = 3000
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+_PARAMETER_RULES = {
+    "method": StrOptions(*_METHODS),
+    "bandwidth": AnyOf(
+        StrOptions(*sorted(set(_GRID_BANDWIDTHS + _DIRICHLET_BANDWIDTHS))),
+        Interval(numbers.Real, 0, None),
+        Options(numbers.Real, np.inf),
+    ),
+    "base": StrOptions(*_BASES),
+    "pseudo_count": Interval(numbers.Real, 0, None),
+    "shrinkage": AnyOf(StrOptions("auto"), Interval(numbers.Real, 0, 1)),
+    "eps": Interval(numbers.Real, 0, 0.5, closed="neither"),
+    "n_jobs": RULES["n_jobs"],
+    "verbose": RULES["verbose"],
+}
 
 
 class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -105,9 +128,7 @@ default="auto"
         probability space). ``"auto"`` selects by cross-validated log-loss:
         all three for binary problems, ``"temperature"`` and ``"sigmoid"``
         for multiclass ones; among near ties the simplest wins, which is
-        ``"temperature"`` unless at least 10 % of the binary scores are
-        exactly 0 or 1 (there the log-odds are the floor's, not the model's,
-        and ``"sigmoid"`` is preferred).
+        ``"temperature"``, then ``"platt"``.
     pseudo_count : float, default=1.0
         Weight (in the units of ``sample_weight``, which count as frequencies)
         of a pseudo-observation with an even label
@@ -122,11 +143,23 @@ default="auto"
         Nadaraya-Watson estimator. In the logit map the pseudo-observation's
         label is the parametric prediction instead, so that the correction
         shrinks towards the parametric map where data are few.
+    shrinkage : "auto" or float in [0, 1], default="auto"
+        Weight of the uniform distribution mixed into the output,
+        ``(1 - lambda) q + lambda / K``. ``"auto"`` is ``1 / (n + 1)`` with
+        ``n`` the total sample weight (weights count as observations, as
+        for ``pseudo_count``): the map is never more than ``n + 1`` to 1 sure against a
+        class, so that one confident mistake on new data cannot dominate the
+        log-loss of a map fitted on few rows; the mixture vanishes as ``n``
+        grows. The candidates of the logit map are compared with the same
+        mixture. ``0`` turns it off.
     eps : float, default=1e-7
         Output probabilities are clipped to ``[eps, 1 - eps]`` (and rows then
         renormalised), so that the log-loss of a recalibrated model is finite.
     n_jobs : int, default=None
         Threads for the chunked Dirichlet kernel sums (canonical method).
+    verbose : int, default=0
+        ``1`` or more: report the method, the data size and the choice made
+        to stderr.
 
     Attributes
     ----------
@@ -136,6 +169,8 @@ default="auto"
         The method used.
     base_ : {"temperature", "platt", "sigmoid"}
         Parametric part of the logit map; logit method only.
+    shrinkage_ : float
+        Weight of the uniform distribution in the output.
     bandwidth_ : float or ndarray of shape (n_classes,)
         Bandwidth used: that of the logit map's correction (``inf`` when
         there is none), ``sigma`` of the grid map, ``b`` of the Dirichlet
@@ -199,15 +234,19 @@ default="auto"
         bandwidth="auto",
         base="auto",
         pseudo_count=1.0,
+        shrinkage="auto",
         eps=1e-7,
         n_jobs=None,
+        verbose=0,
     ):
         self.method = method
         self.bandwidth = bandwidth
         self.base = base
         self.pseudo_count = pseudo_count
+        self.shrinkage = shrinkage
         self.eps = eps
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     # -- validation ---------------------------------------------------------
 
@@ -223,7 +262,6 @@ default="auto"
         return check_probability_matrix(X, name="X")
 
     def _resolve_method(self, n_classes):
-        check_option("method", self.method, _METHODS)
         if self.method in ("auto", "logit"):
             return "logit"
         if self.method == "canonical":
@@ -250,13 +288,12 @@ default="auto"
                     f"use one of {', '.join(map(repr, allowed))} or a float."
                 )
             return bw
-        if method in ("canonical", "logit"):
+        if method == "logit":
             # inf is the logit map without correction (the parametric map),
-            # 0 its monotone step correction.
-            logit = method == "logit"
-            return check_real(
-                bw, "bandwidth", low=0.0, include_low=logit, allow_inf=logit
-            )
+            # 0 its monotone step correction: the declared rule.
+            return float(bw)
+        if method == "canonical":
+            return float(check_param("bandwidth", bw, _POSITIVE, type(self).__name__))
         return check_sigma(bw, "bandwidth")
 
     # -- fit / transform ----------------------------------------------------
@@ -287,9 +324,8 @@ default="auto"
         -------
         self : KernelRecalibrator
         """
-        eps = check_real(
-            self.eps, "eps", low=0.0, high=0.5, include_low=False, include_high=False
-        )
+        check_params(type(self).__name__, self.get_params(), _PARAMETER_RULES)
+        eps = float(self.eps)
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is "
@@ -301,17 +337,23 @@ default="auto"
         # Weights count as frequencies (integer weights = repeated rows), so
         # the pseudo-observation's share of the total weight is c / sum(w).
         w = check_sample_weight(sample_weight, n)
-        pseudo_count = check_real(self.pseudo_count, "pseudo_count", low=0.0)
-        check_n_jobs(self.n_jobs)
+        pseudo_count = float(self.pseudo_count)
+        self.shrinkage_ = (
+            _lm.uniform_mix(w.sum())
+            if self.shrinkage == "auto"
+            else float(self.shrinkage)
+        )
         prior = pseudo_count / w.sum()
         for attr in _METHOD_ATTRIBUTES:  # left by a fit with another method
             self.__dict__.pop(attr, None)
         self.classes_ = classes
         method = self._resolve_method(K)
         bandwidth = self._check_bandwidth(method)
+        progress(
+            self.verbose, f"{type(self).__name__}: {method} map, {n} rows, {K} classes"
+        )
         if method == "logit":
-            base = check_option("base", self.base, _BASES)
-            self._fit_logit(P, y_idx, w, bandwidth, base, eps, pseudo_count)
+            self._fit_logit(P, y_idx, w, bandwidth, self.base, eps, pseudo_count)
         elif method == "canonical":
             self._fit_canonical(P, y_idx, w, bandwidth, eps, prior)
         else:
@@ -319,6 +361,12 @@ default="auto"
                 P, y_idx, w, bandwidth, eps, prior, binary=method == "grid"
             )
         self.method_ = method
+        progress(
+            self.verbose,
+            f"{type(self).__name__}: chose "
+            + (f"base={self.base_!r}, " if method == "logit" else "")
+            + f"bandwidth={self.bandwidth_}, shrinkage={self.shrinkage_:.3g}",
+        )
         return self
 
     def _fit_classwise(self, P, y_idx, w, bandwidth, eps, prior, binary=False):
@@ -423,8 +471,10 @@ default="auto"
         if P.shape[1] != K:
             raise ValueError(f"X has {P.shape[1]} classes; {K} were seen in fit.")
         eps = float(self.eps)
+        lam = self.shrinkage_
         if self.method_ == "grid":
-            q = np.clip(self.maps_[0](P[:, 1]), eps, 1.0 - eps)
+            q = (1.0 - lam) * self.maps_[0](P[:, 1]) + 0.5 * lam
+            q = np.clip(q, eps, 1.0 - eps)
             out = (
                 q[:, None]
                 if self.n_features_in_ == 1
@@ -441,7 +491,7 @@ default="auto"
             Q = _rc.dirichlet_prior_mix(
                 res.ratio, res.log_density, P, self.bandwidth_, self._prior
             )
-        Q = _rc.finalize_proba(Q, eps)
+        Q = _rc.finalize_proba((1.0 - lam) * Q + lam / K, eps)
         return Q[:, 1:] if self.n_features_in_ == 1 else Q
 
     def __sklearn_tags__(self):
