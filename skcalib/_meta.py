@@ -62,16 +62,17 @@ def route_fit_params(owner, estimator, sample_weight, fit_params, *, strict):
     return params, None
 
 
-def copy_fitted_attributes(owner, fitted):
-    """Check ``fitted`` has ``predict_proba`` and copy its input attributes.
+def copy_fitted_attributes(owner, fitted, methods=("predict_proba",)):
+    """Check ``fitted`` has one of ``methods`` and copy its input attributes.
 
     Features are validated by the base estimator, which may accept input
     (text, mixed-type frames) that generic validation here would reject, so
     ``n_features_in_`` and ``feature_names_in_`` are the base estimator's.
     """
-    if not hasattr(fitted, "predict_proba"):
+    if not any(hasattr(fitted, m) for m in methods):
         raise TypeError(
-            f"estimator must implement predict_proba; {type(fitted).__name__} does not."
+            f"estimator must implement {' or '.join(methods)}; "
+            f"{type(fitted).__name__} does not."
         )
     for attr in ("n_features_in_", "feature_names_in_"):
         if hasattr(fitted, attr):

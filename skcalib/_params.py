@@ -17,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "RULES",
+    "AnyOf",
     "Boolean",
     "Interval",
     "InvalidParameterError",
@@ -157,6 +158,19 @@ class NoneOr:
 
     def __str__(self):
         return f"None or {self.rule}"
+
+
+class AnyOf:
+    """A value accepted by at least one of ``rules``."""
+
+    def __init__(self, *rules):
+        self.rules = rules
+
+    def accepts(self, value):
+        return any(rule.accepts(value) for rule in self.rules)
+
+    def __str__(self):
+        return " or ".join(str(rule) for rule in self.rules)
 
 
 class _NJobs:

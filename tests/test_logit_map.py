@@ -78,7 +78,7 @@ def _sample(n, seed, slope=0.6, shift=0.4):
 )
 def test_parametric_base_is_the_map_estimate(base, feature, intercept):
     s, y, w = _sample(100, seed=0)
-    rc = KernelRecalibrator(base=base, bandwidth=np.inf, eps=1e-12)
+    rc = KernelRecalibrator(shrinkage=0, base=base, bandwidth=np.inf, eps=1e-12)
     rc.fit(s, y, sample_weight=w)
     a, b = brute_base(feature(s), y, w, intercept)
     t = np.linspace(s.min(), s.max(), 37)
@@ -98,7 +98,9 @@ def test_separable_data_keep_a_finite_slope():
     # sharper-than-the-model slopes keeps it finite and the output in (0, 1).
     s = np.linspace(0.05, 0.95, 60)
     y = (s > 0.5).astype(float)
-    rc = KernelRecalibrator(base="temperature", bandwidth=np.inf, eps=1e-15)
+    rc = KernelRecalibrator(
+        shrinkage=0, base="temperature", bandwidth=np.inf, eps=1e-15
+    )
     q = rc.fit(s, y).transform(s)[:, 0]
     a, _ = brute_base(_z(s), y, np.ones(60), False)
     assert 1.0 < a < 1e3
@@ -123,7 +125,9 @@ def test_correction_solves_the_local_likelihood_equations(h, c):
     s = rng.uniform(0.05, 0.95, 120)
     y = (rng.random(120) < np.where(s > 0.5, 0.9, 0.1)).astype(float)
     w = rng.uniform(0.5, 2.0, 120)
-    rc = KernelRecalibrator(base="platt", bandwidth=h, pseudo_count=c, eps=1e-15)
+    rc = KernelRecalibrator(
+        shrinkage=0, base="platt", bandwidth=h, pseudo_count=c, eps=1e-15
+    )
     q = rc.fit(s, y, sample_weight=w).transform(s)[:, 0]
 
     a, b = brute_base(_z(s), y, w, True)
@@ -148,7 +152,9 @@ def test_multiclass_temperature_is_the_map_estimate():
     P = rng.dirichlet(np.full(K, 0.5), n)
     L = np.log(P + FLOOR)
     y = np.array([rng.choice(K, p=p) for p in softmax(0.5 * L, axis=1)])
-    rc = KernelRecalibrator(base="temperature", bandwidth=np.inf, eps=1e-15)
+    rc = KernelRecalibrator(
+        shrinkage=0, base="temperature", bandwidth=np.inf, eps=1e-15
+    )
     Q = rc.fit(P, y).transform(P[:40])
 
     beta = brute_temperature(L, y)
@@ -166,12 +172,14 @@ def test_multiclass_map_beyond_the_calibration_range_keeps_the_class_order():
     P = rng.dirichlet([20.0, 20.0, 20.0], 3000)
     y = np.array([rng.choice(3, p=p) for p in P])
     X = np.array([[0.98, 0.01, 0.01], [0.9194, 0.0806, 0.0]])
-    rc = KernelRecalibrator(base="temperature", bandwidth=np.inf, eps=1e-15)
+    rc = KernelRecalibrator(
+        shrinkage=0, base="temperature", bandwidth=np.inf, eps=1e-15
+    )
     Q = rc.fit(P, y).transform(X)
     beta = brute_temperature(np.log(P + FLOOR), y)
     np.testing.assert_allclose(Q, softmax(beta * np.log(X + FLOOR), axis=1), rtol=1e-6)
     for h in (0.25, 2**-4):
-        Q = KernelRecalibrator(bandwidth=h).fit(P, y).transform(X)
+        Q = KernelRecalibrator(shrinkage=0, bandwidth=h).fit(P, y).transform(X)
         assert Q[0, 0] > 0.9 and Q[1, 0] > 0.9
         assert Q[1, 1] > 10 * Q[1, 2]
 
@@ -182,7 +190,9 @@ def test_multiclass_one_vs_rest_bases_are_binary_fits_renormalised_and_tempered(
     K, n = 3, 90
     P = rng.dirichlet(np.ones(K), n)
     y = np.array([rng.choice(K, p=p) for p in softmax(2 * P, axis=1)])
-    rc = KernelRecalibrator(base=base, bandwidth=np.inf, eps=1e-15).fit(P, y)
+    rc = KernelRecalibrator(shrinkage=0, base=base, bandwidth=np.inf, eps=1e-15).fit(
+        P, y
+    )
     # One-vs-rest log-odds of each class, and a binary fit per class.
     Z = np.log(P + FLOOR) - np.log(1 - P + K * FLOOR - FLOOR)
     cols = []
@@ -258,13 +268,15 @@ def test_extreme_and_degenerate_scores():
     rng = np.random.default_rng(5)
     s = rng.choice([0.0, 0.1, 0.5, 0.9, 1.0], 400)
     y = (rng.random(400) < np.clip(s, 0.05, 0.95)).astype(int)
-    rc = KernelRecalibrator(eps=1e-6).fit(s, y)
+    rc = KernelRecalibrator(shrinkage=0, eps=1e-6).fit(s, y)
     q = rc.transform([0.0, 1e-300, 0.05, 0.5, 1.0])[:, 0]
     assert np.all(np.isfinite(q)) and np.all((q >= 1e-6) & (q <= 1 - 1e-6))
     assert q[0] < q[2] < q[3] < q[4]
     y_const = np.r_[np.ones(10), np.zeros(40)]
     for base in ["platt", "sigmoid"]:
-        const = KernelRecalibrator(base=base).fit(np.full(50, 0.3), y_const)
+        const = KernelRecalibrator(shrinkage=0, base=base).fit(
+            np.full(50, 0.3), y_const
+        )
         # One score value says nothing about the others: the bases with an
         # intercept give its frequency on both sides of it.
         q = const.transform([0.01, 0.2, 0.3, 0.4, 0.99])[:, 0]
@@ -274,11 +286,15 @@ def test_extreme_and_degenerate_scores():
     # default choice; it used to give 0.46 for 0.4.
     y4 = np.r_[np.ones(80), np.zeros(120)]
     for base in ["auto", "temperature", "platt", "sigmoid"]:
-        rc = KernelRecalibrator(base=base, eps=1e-15).fit(np.full(200, 0.4), y4)
+        rc = KernelRecalibrator(shrinkage=0, base=base, eps=1e-15).fit(
+            np.full(200, 0.4), y4
+        )
         assert rc.transform([0.4])[0, 0] == pytest.approx(0.4, abs=1e-4)
     P = np.tile([0.5, 0.3, 0.2], (300, 1))
     y3 = np.repeat([0, 1, 2], [150, 90, 60])
-    rc = KernelRecalibrator(base="temperature", bandwidth=np.inf).fit(P, y3)
+    rc = KernelRecalibrator(shrinkage=0, base="temperature", bandwidth=np.inf).fit(
+        P, y3
+    )
     np.testing.assert_allclose(rc.transform(P[:1]), P[:1], atol=1e-6)
 
 
@@ -314,7 +330,7 @@ def test_corrected_multiclass_map_is_sharpened_out_of_fold(seed):
     from skcalib._backend.logit_map import N_FOLDS, stratified_folds
 
     P, y, _ = _exp_distorted_problem(3000, seed)
-    rc = KernelRecalibrator().fit(P, y)
+    rc = KernelRecalibrator(shrinkage=0).fit(P, y)
     fit = rc.maps_[0]
     assert np.isfinite(rc.bandwidth_)
     assert 0.8 < fit.sharpness < 0.95
@@ -322,7 +338,7 @@ def test_corrected_multiclass_map_is_sharpened_out_of_fold(seed):
     folds = stratified_folds(y)
     oof = np.empty_like(P)
     for f in range(N_FOLDS):
-        inner = KernelRecalibrator(base=rc.base_, bandwidth=rc.bandwidth_)
+        inner = KernelRecalibrator(shrinkage=0, base=rc.base_, bandwidth=rc.bandwidth_)
         inner.fit(P[folds != f], y[folds != f])
         oof[folds == f] = inner.transform(P[folds == f])
     expected = brute_temperature(np.log(oof + FLOOR), y)
@@ -357,8 +373,8 @@ def test_multiclass_integer_weights_equal_repeated_rows(base):
     w = rng.integers(0, 4, 200).astype(float)
     rep = np.repeat(np.arange(200), w.astype(int))
     params = {"base": base, "bandwidth": 0.2}
-    a = KernelRecalibrator(**params).fit(P, y, sample_weight=w)
-    b = KernelRecalibrator(**params).fit(P[rep], y[rep])
+    a = KernelRecalibrator(shrinkage=0, **params).fit(P, y, sample_weight=w)
+    b = KernelRecalibrator(shrinkage=0, **params).fit(P[rep], y[rep])
     np.testing.assert_allclose(a.transform(P), b.transform(P), rtol=1e-9)
 
 
@@ -417,33 +433,23 @@ def _expected_log_loss(rc, share=0.45, accuracy=0.97):
     return (1.0 - share) * middle.mean() + share * ends
 
 
-def test_saturated_scores_put_the_sigmoid_base_first(monkeypatch):
-    from skcalib._backend import logit_map
-
-    z = _z(np.r_[np.zeros(5), np.ones(5), np.linspace(0.1, 0.9, 90)])
-    w = np.ones(100)
-    assert logit_map.binary_base_order(z, w)[0] == "sigmoid"
-    # Below the share, or with the saturated rows weighted out: the default.
-    assert logit_map.binary_base_order(z[1:], w[1:]) == logit_map.BINARY_BASES
-    w[:10] = 0.5
-    assert logit_map.binary_base_order(z, w) == logit_map.BINARY_BASES
-    # Scores near (not at) 0 and 1 are the model's: no change of order.
-    near = _z(np.r_[np.full(50, 1e-9), np.linspace(0.1, 0.9, 50)])
-    assert logit_map.binary_base_order(near, np.ones(100)) == logit_map.BINARY_BASES
-
-    # On small calibration sets with 45 % saturated scores the log-odds bases
-    # win cross-validation whenever the folds hold no confident mistake; the
-    # order lowers the exact expected log-loss and never raises it.
-    on, off = [], []
+def test_saturated_scores_keep_the_selected_base_honest():
+    # Random-forest-like scores, 45 % exactly 0 or 1 and wrong 3 % of the
+    # time, on 150 rows: the output mixture bounds what a steep log-odds map
+    # costs on the first confident mistake, so the map chosen by
+    # cross-validation stays within a few per cent of the best base's exact
+    # population log-loss.
+    ours, best = [], []
     for seed in range(10):
         s, y = _saturated_sample(150, np.random.default_rng(seed))
-        on.append(_expected_log_loss(KernelRecalibrator().fit(s, y)))
-        with monkeypatch.context() as m:
-            m.setattr(logit_map, "SATURATED_SHARE", 2.0)
-            off.append(_expected_log_loss(KernelRecalibrator().fit(s, y)))
-    on, off = np.array(on), np.array(off)
-    assert np.all(on <= off + 1e-9)
-    assert np.mean(off - on) > 0.03
+        ours.append(_expected_log_loss(KernelRecalibrator().fit(s, y)))
+        best.append(
+            min(
+                _expected_log_loss(KernelRecalibrator(base=b).fit(s, y))
+                for b in ("temperature", "platt", "sigmoid")
+            )
+        )
+    assert np.mean(ours) <= 1.1 * np.mean(best)
 
 
 def test_pool_adjacent_violators_matches_isotonic_regression():
@@ -474,7 +480,9 @@ def test_bandwidth_zero_is_weighted_isotonic_regression(base):
     s = rng.choice(levels, 800)
     y = (rng.random(800) < expit(3 * logit(s)) + 0.1 * np.sin(20 * s)).astype(int)
     w = rng.uniform(0.5, 2.0, 800)
-    rc = KernelRecalibrator(base=base, bandwidth=0.0, pseudo_count=0, eps=1e-12)
+    rc = KernelRecalibrator(
+        shrinkage=0, base=base, bandwidth=0.0, pseudo_count=0, eps=1e-12
+    )
     q = rc.fit(s, y, sample_weight=w).transform(levels)[:, 0]
     iso = IsotonicRegression(out_of_bounds="clip").fit(s, y, sample_weight=w)
     np.testing.assert_allclose(q, np.clip(iso.predict(levels), 1e-12, 1 - 1e-12))

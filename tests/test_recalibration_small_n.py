@@ -1,0 +1,192 @@
+"""KernelRecalibrator on small calibration sets and on models without
+``predict_proba``: output shrinkage, base selection on saturated scores, the
+step map's minimum size, decision-function models, declared parameter rules
+and progress messages."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from scipy.special import expit, logit, softmax
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.datasets import make_classification
+from sklearn.frozen import FrozenEstimator
+from sklearn.isotonic import IsotonicRegression
+from sklearn.metrics import log_loss
+from sklearn.svm import SVC
+
+from skcalib import KernelRecalibrator, RecalibratedClassifier
+
+# An over-confident network: true log-odds t ~ N(0, 5), reported scores
+# expit(4 t), so that about 17 % of them lie within 1e-12 of 0 or 1.
+_T = np.linspace(-35.0, 35.0, 14001)
+_T_WEIGHT = np.exp(-0.5 * (_T / 5.0) ** 2)
+_T_WEIGHT /= _T_WEIGHT.sum()
+
+
+def _mlp_sample(n, rng):
+    t = rng.normal(0.0, 5.0, n)
+    return expit(4.0 * t), (rng.random(n) < expit(t)).astype(int)
+
+
+def _population_log_loss(q):
+    """Exact expected log-loss of a map ``q`` of the scores (quadrature in t)."""
+    eta = expit(_T)
+    q = np.clip(q(expit(4.0 * _T)), 1e-300, 1.0)
+    q1 = np.clip(1.0 - q, 1e-300, 1.0)
+    return float(_T_WEIGHT @ -(eta * np.log(q) + (1.0 - eta) * np.log(q1)))
+
+
+def _temperature_mix(s, y):
+    """Reference: temperature scaling by maximum likelihood, mixed 1 / (n + 1)
+    towards 1/2."""
+    z = np.log(s + 1e-12) - np.log1p(-s + 1e-12)
+    sign = 2.0 * y - 1.0
+    beta = minimize_scalar(
+        lambda b: np.mean(np.logaddexp(0.0, -sign * b * z)),
+        bounds=(1e-4, 20.0),
+        method="bounded",
+        options={"xatol": 1e-8},
+    ).x
+    lam = 1.0 / (y.shape[0] + 1.0)
+
+    def q(f):
+        return (1 - lam) * expit(beta * (np.log(f + 1e-12) - np.log1p(-f + 1e-12))) + (
+            lam / 2
+        )
+
+    return q
+
+
+def test_saturated_overconfident_network_at_small_n():
+    # The issue's breast_cancer/MLP case: with scores saturated at 0 and 1 a
+    # fixed preference for the probability-space base cost 5x the excess
+    # log-loss of plain temperature scaling on 60 rows.
+    best = _population_log_loss(lambda f: expit(logit(np.clip(f, 1e-300, 1)) / 4))
+    ours, ref = [], []
+    for seed in range(12):
+        s, y = _mlp_sample(60, np.random.default_rng(seed))
+        rc = KernelRecalibrator().fit(s, y)
+        ours.append(_population_log_loss(lambda f, rc=rc: rc.transform(f)[:, 0]) - best)
+        ref.append(_population_log_loss(_temperature_mix(s, y)) - best)
+    assert np.mean(ours) <= 1.25 * np.mean(ref)
+
+
+def test_output_is_mixed_one_over_n_plus_one_towards_uniform():
+    rng = np.random.default_rng(3)
+    for n, K in ((40, 2), (300, 2), (80, 4)):
+        P = rng.dirichlet(np.full(K, 0.3), n)
+        y = rng.integers(0, K, n)
+        y[:K] = np.arange(K)
+        rc = KernelRecalibrator().fit(P, y)
+        lam = 1.0 / (n + 1.0)
+        assert rc.shrinkage_ == pytest.approx(lam)
+        # The chosen map, refitted without and with the mixture.
+        raw = KernelRecalibrator(
+            shrinkage=0, base=rc.base_, bandwidth=float(rc.bandwidth_)
+        ).fit(P, y)
+        fixed = KernelRecalibrator(base=rc.base_, bandwidth=float(rc.bandwidth_))
+        Q = fixed.fit(P, y).transform(P)
+        Q0 = raw.transform(P)
+        np.testing.assert_allclose(Q, (1 - lam) * Q0 + lam / K, rtol=1e-9, atol=1e-12)
+        assert Q.min() >= lam / K - 1e-15
+    # Weights count as observations: integer weights give the repeated rows'.
+    P = rng.dirichlet([1, 1], 30)
+    y = np.r_[0, 1, rng.integers(0, 2, 28)]
+    w = rng.integers(1, 4, 30)
+    a = KernelRecalibrator(bandwidth=np.inf, base="platt").fit(P, y, sample_weight=w)
+    assert a.shrinkage_ == pytest.approx(1.0 / (w.sum() + 1.0))
+
+
+def test_step_map_needs_enough_rows():
+    # On 50 rows a few lucky folds made the step map look best (wine/SVC,
+    # iris/SVC); it is no longer a candidate there.
+    rng = np.random.default_rng(0)
+    f = rng.uniform(size=50)
+    y = (rng.random(50) < np.where(f < 0.5, 0.1, 0.9)).astype(int)
+    rc = KernelRecalibrator().fit(f, y)
+    assert all(h != 0.0 for _, h in rc.bandwidth_scores_)
+    assert rc.bandwidth_ != 0.0
+    # Asked for, it is fitted.
+    assert KernelRecalibrator(bandwidth=0.0).fit(f, y).bandwidth_ == 0.0
+    # (On 5000 rows a jump still gets it: test_logit_map.)
+
+
+def test_small_n_jump_no_worse_than_isotonic():
+    # Exact excess log-loss on a jump truth, 50 rows, against scikit-learn's
+    # isotonic regression (the peer made for jumps).
+    grid = (np.arange(4096) + 0.5) / 4096
+    eta = np.where(grid < 0.6, 0.15 + 0.2 * grid, 0.8 + 0.1 * grid)
+
+    def excess(q):
+        q = np.clip(q, 1e-7, 1 - 1e-7)
+        return float(
+            np.mean(eta * np.log(eta / q) + (1 - eta) * np.log((1 - eta) / (1 - q)))
+        )
+
+    ours, iso = [], []
+    for seed in range(15):
+        rng = np.random.default_rng(seed)
+        f = rng.uniform(size=50)
+        y = (rng.random(50) < np.where(f < 0.6, 0.15 + 0.2 * f, 0.8 + 0.1 * f)).astype(
+            int
+        )
+        ours.append(excess(KernelRecalibrator().fit(f, y).transform(grid)[:, 0]))
+        ir = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(f, y)
+        iso.append(excess(ir.predict(grid)))
+    assert np.mean(ours) < np.mean(iso)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_decision_function_models_are_accepted(n_classes):
+    X, y = make_classification(
+        900, n_informative=4, n_classes=n_classes, random_state=0
+    )
+    svc = SVC(random_state=0).fit(X[:300], y[:300])
+    assert not hasattr(svc, "predict_proba")
+    clf = RecalibratedClassifier(FrozenEstimator(svc)).fit(X[300:600], y[300:600])
+    # Independent construction: the recalibrator on the probabilities whose
+    # log-odds (logits) are the decision function.
+    d = svc.decision_function(X)
+    P = np.column_stack([expit(-d), expit(d)]) if n_classes == 2 else softmax(d, 1)
+    rc = KernelRecalibrator().fit(P[300:600], y[300:600])
+    np.testing.assert_allclose(clf.predict_proba(X[600:]), rc.transform(P[600:]))
+    # As good as scikit-learn's sigmoid calibration of the same frozen model.
+    sk = CalibratedClassifierCV(FrozenEstimator(svc), method="sigmoid")
+    sk.fit(X[300:600], y[300:600])
+    ours = log_loss(y[600:], clf.predict_proba(X[600:]))
+    assert ours <= 1.05 * log_loss(y[600:], sk.predict_proba(X[600:]))
+    # Cross-fitted too.
+    cv = RecalibratedClassifier(SVC(), cv=3).fit(X[:600], y[:600])
+    assert cv.predict_proba(X[600:]).shape == (300, n_classes)
+
+
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"shrinkage": 1.5}, "shrinkage"),
+        ({"shrinkage": "none"}, "shrinkage"),
+        ({"verbose": -1}, "verbose"),
+        ({"pseudo_count": -1.0}, "pseudo_count"),
+        ({"eps": 0.5}, "eps"),
+        ({"base": "beta"}, "base"),
+        ({"method": "kde"}, "method"),
+        ({"bandwidth": -0.1}, "bandwidth"),
+        ({"bandwidth": np.nan}, "bandwidth"),
+    ],
+)
+def test_parameters_follow_declared_rules(params, name):
+    P = np.random.default_rng(0).uniform(size=40)
+    y = np.r_[np.zeros(20), np.ones(20)]
+    with pytest.raises(ValueError, match=f"'{name}' parameter of KernelRecalibrator"):
+        KernelRecalibrator(**params).fit(P, y)
+
+
+def test_verbose_reports_folds_on_stderr(capsys):
+    X, y = make_classification(300, random_state=0)
+    RecalibratedClassifier(cv=3).fit(X, y)
+    assert capsys.readouterr().err == ""
+    RecalibratedClassifier(cv=3, verbose=2).fit(X, y)
+    err = capsys.readouterr().err
+    assert err.count("fold ") == 3 and "chose base=" in err
+    with pytest.raises(ValueError, match="'verbose' parameter"):
+        RecalibratedClassifier(verbose=1.5).fit(X, y)
