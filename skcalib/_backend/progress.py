@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["Progress", "progress_sink"]
+__all__ = ["Progress", "note", "progress_sink"]
 
 # Seconds between two reports of one operation, by verbosity (1: a few lines
 # for a long operation; 2 or more: every second; a sink: fine enough for a
@@ -107,3 +107,10 @@ def progress_sink(sink):
         yield
     finally:
         _SINK.reset(token)
+
+
+def note(verbose, message, level=1):
+    """A line about a long operation's choices (e.g. the map a fit chose) on
+    stderr when ``verbose >= level``."""
+    if verbose >= level:
+        print(f"[skcalib] {message}", file=sys.stderr, flush=True)

@@ -12,9 +12,9 @@ from sklearn.utils.validation import (
 )
 
 from .._backend import recalibration as _rc
+from .._backend.progress import note
 from .._meta import align_proba_columns
 from .._validation import check_estimator_proba
-from ._progress import progress
 
 
 def _is_one_dimensional(calibrator):
@@ -171,7 +171,7 @@ def _fit_pair(
     fold=None,
 ):
     if fold is not None:
-        progress(
+        note(
             verbose,
             f"fold {fold[0] + 1}/{fold[1]}: {len(train)} rows to fit, "
             f"{len(test)} to calibrate",

@@ -21,6 +21,7 @@ from .._backend import recalibration as _rc
 from .._backend.bandwidth import BANDWIDTH_GRID, select_dirichlet_bandwidth
 from .._backend.binning import positive_weight_rows
 from .._backend.grid import calibration_statistics
+from .._backend.progress import note
 from .._backend.smece import GridGeometry, solve_sigma
 from .._backend.smoothing import dirichlet_nw
 from .._params import (
@@ -39,7 +40,6 @@ from .._validation import (
     check_sample_weight,
     check_sigma,
 )
-from ._progress import progress
 
 __all__ = ["KernelRecalibrator"]
 
@@ -349,7 +349,7 @@ default="auto"
         self.classes_ = classes
         method = self._resolve_method(K)
         bandwidth = self._check_bandwidth(method)
-        progress(
+        note(
             self.verbose, f"{type(self).__name__}: {method} map, {n} rows, {K} classes"
         )
         if method == "logit":
@@ -361,7 +361,7 @@ default="auto"
                 P, y_idx, w, bandwidth, eps, prior, binary=method == "grid"
             )
         self.method_ = method
-        progress(
+        note(
             self.verbose,
             f"{type(self).__name__}: chose "
             + (f"base={self.base_!r}, " if method == "logit" else "")
