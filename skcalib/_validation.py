@@ -883,13 +883,15 @@ def check_kde_options(p, bandwidth, multi_class, debias, root, chunk_size, n_job
     return p, bandwidth, bool(debias)
 
 
-def check_cv_splits(cv, X, y, groups=None):
+def check_cv_splits(cv, X, y, groups=None, **split_params):
     """The ``(train, test)`` index pairs of ``cv`` (as ``sklearn.model_selection
     .check_cv`` with ``classifier=True``), with errors that name ``cv``."""
     from sklearn.model_selection import check_cv
 
+    if groups is not None:
+        split_params["groups"] = groups
     try:
-        splits = list(check_cv(cv, y, classifier=True).split(X, y, groups))
+        splits = list(check_cv(cv, y, classifier=True).split(X, y, **split_params))
     except (ValueError, TypeError) as exc:
         raise ValueError(f"cv={cv!r} gives no usable splits: {exc}") from None
     if not splits:

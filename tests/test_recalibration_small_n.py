@@ -190,3 +190,16 @@ def test_verbose_reports_folds_on_stderr(capsys):
     assert err.count("fold ") == 3 and "chose base=" in err
     with pytest.raises(ValueError, match="'verbose' parameter"):
         RecalibratedClassifier(verbose=1.5).fit(X, y)
+
+
+@pytest.mark.parametrize("cv", [{}, [], -1, 1, "x", 10**6])
+def test_bad_cv_is_named(cv):
+    from sklearn.linear_model import LogisticRegression
+
+    from skcalib.recalibration import RecalibratedClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="cv="):
+        RecalibratedClassifier(LogisticRegression(), cv=cv).fit(X, y)

@@ -1,10 +1,11 @@
 """RecalibratedClassifier: a classifier recalibrated on held-out predictions."""
 
+import numbers
+
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import check_cv
 from sklearn.utils import column_or_1d, get_tags, indexable
 from sklearn.utils.metadata_routing import MethodMapping
 from sklearn.utils.multiclass import check_classification_targets
@@ -17,7 +18,7 @@ from .._meta import (
     route_fit_params,
 )
 from .._params import RULES, AnyOf, Boolean, StrOptions, check_params
-from .._validation import check_known_labels, check_sample_weight
+from .._validation import check_cv_splits, check_known_labels, check_sample_weight
 from ._calibrators import (
     _CalibratedPair,
     _cross_fitted_proba,
@@ -228,14 +229,19 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                 )
             ]
         else:
-            cv = check_cv(self.cv, y, classifier=True)
-            n_folds = cv.get_n_splits(X, y, **split_params)
             counts = np.bincount(y_idx)
-            if hasattr(cv, "n_splits") and counts.min() < n_folds:
-                raise ValueError(
-                    f"Requesting {n_folds}-fold cross-validation but provided less "
-                    f"than {n_folds} examples for at least one class."
-                )
+            if self.cv is None or (
+                isinstance(self.cv, numbers.Integral) and not isinstance(self.cv, bool)
+            ):
+                n_folds = 5 if self.cv is None else self.cv
+                if counts.min() < n_folds:
+                    raise ValueError(
+                        f"cv={self.cv!r}: {n_folds}-fold cross-validation needs at "
+                        f"least {n_folds} examples of every class; the rarest has "
+                        f"{counts.min()}."
+                    )
+            splits = check_cv_splits(self.cv, X, y, **split_params)
+            n_folds = len(splits)
             if ensemble:
                 self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
                     delayed(_fit_pair)(
@@ -252,7 +258,7 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                         self.verbose,
                         (i, n_folds),
                     )
-                    for i, (train, test) in enumerate(cv.split(X, y, **split_params))
+                    for i, (train, test) in enumerate(splits)
                 )
             else:
                 # Fitted here rather than by cross_val_predict, which would
@@ -262,7 +268,7 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                     estimator,
                     X,
                     y,
-                    list(cv.split(X, y, **split_params)),
+                    splits,
                     self.classes_,
                     est_params,
                     self.n_jobs,
