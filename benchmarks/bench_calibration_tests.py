@@ -230,9 +230,12 @@ def rows(full=False, repeat=None):
                 floor=None,
                 floor_s=None,
                 peak_mb=peak_mb(run_ours),
-                note=f"p-values {p_o:.4g} vs {p_p:.4g}"
-                if fn is not None
-                else "peer not installed",
+                note=(
+                    f"p-values {p_o:.4g} vs {p_p:.4g}"
+                    + (" (MAPIE's is one-sided)" if method == "spiegelhalter" else "")
+                    if fn is not None
+                    else "peer not installed"
+                ),
             )
         )
     try:

@@ -391,8 +391,9 @@ def calibration_test(
     their grid cells are computed once, and a resample is a segment sum of
     the drawn labels over them and one kernel smoothing (the resample's
     SmoothECE is at least the observed ``T`` exactly when its smoothed
-    residual at bandwidth ``T`` has an L1 norm of at least ``T``). About
-    ``10 ms`` per resample at ``n = 10**6`` (``benchmarks/bench_calibration_tests.py``).
+    residual at bandwidth ``T`` has an L1 norm of at least ``T``). A
+    resample then costs little more than drawing its labels and binning them
+    once (``benchmarks/bench_calibration_tests.py`` prints both).
 
     References
     ----------
