@@ -105,9 +105,12 @@ def _peer_tests():
     return out
 
 
-def power_table(sizes, reps, n_resamples):
+def power_table(sizes, reps, n_resamples, skip=(), only=()):
     alternatives = ["H0", "over-confident", "under-confident", "wiggle"]
     tests = {**_skcalib_tests(n_resamples), **_peer_tests()}
+    tests = {k: v for k, v in tests.items() if not any(s in k for s in skip)}
+    if only:
+        tests = {k: v for k, v in tests.items() if any(s in k for s in only)}
     header = f"{'test':<26}{'n':>6}" + "".join(f"{a:>17}" for a in alternatives)
     print(
         f"# rejection rate at level {ALPHA}, {reps} data sets per cell, "
@@ -298,13 +301,22 @@ def main():
     ap.add_argument("--no-power", action="store_true")
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--sizes", type=int, nargs="*", default=None)
+    ap.add_argument(
+        "--only", nargs="*", default=(), help="keep only tests whose name has these"
+    )
+    ap.add_argument(
+        "--skip", nargs="*", default=(), help="leave out tests whose name has these"
+    )
     args = ap.parse_args()
     if not args.no_timing:
         print_rows(rows(args.full))
     if not args.no_power:
         reps = args.reps or (500 if args.full else 100)
-        sizes = [500, 2000, 10000] if args.full else [500, 2000]
-        power_table(sizes, reps, n_resamples=199 if args.full else 99)
+        sizes = args.sizes or ([500, 2000, 10000] if args.full else [500, 2000])
+        power_table(
+            sizes, reps, 199 if args.full else 99, skip=args.skip, only=args.only
+        )
 
 
 if __name__ == "__main__":
