@@ -539,8 +539,9 @@ class ReportBuilder:
                 "n_samples_used": int(m_rows),
             }
         progress.start("calibration tests, decomposition and summary")
+        # Beside "metrics", whose entries are single values.
         with self._input_errors():
-            m.update(
+            report.update(
                 _calibration_checks(
                     y,
                     proba,
@@ -846,7 +847,7 @@ def format_table(report, *, title=None):
     lines.append(f"  {'-' * width}   {'-' * 8}")
     for name, value, extra in rows:
         lines.append(f"  {name.ljust(width)}   {_fmt(value):>8}   {extra}".rstrip())
-    lines.extend(_format_checks(m))
+    lines.extend(_format_checks(report))
     if kind != "binary":
         lines.append("")
         lines.append(
