@@ -6,13 +6,18 @@ value does not depend on the order of the rows; inputs are never modified;
 the same ``random_state`` gives the same result.
 """
 
+import inspect
+
 import numpy as np
 import pytest
 
 from skcalib.metrics import (
     binned_calibration_error,
     calibration_error_bound,
+    calibration_summary,
+    calibration_test,
     kde_calibration_error,
+    score_decomposition,
     smooth_calibration_curve,
     smooth_ece,
 )
@@ -20,6 +25,30 @@ from skcalib.metrics import (
 
 def _value(result):
     """The number a metric reports, whatever its return convention."""
+    if hasattr(result, "pvalue"):  # a test: its statistic and p-value
+        return np.array([result.statistic, result.pvalue])
+    if hasattr(result, "miscalibration"):  # a score decomposition
+        return np.array(
+            [
+                result.score,
+                result.miscalibration,
+                result.discrimination,
+                result.uncertainty,
+            ]
+        )
+    if hasattr(result, "slope"):  # a calibration summary
+        fields = (
+            "slope",
+            "slope_se",
+            "intercept",
+            "intercept_se",
+            "mean_difference",
+            "emax",
+            "e90",
+            "e50",
+            "ici",
+        )
+        return np.array([getattr(result, f) for f in fields])
     for attr in ("upper", "value", "ece", "estimate"):
         if hasattr(result, attr):
             return float(getattr(result, attr))
@@ -62,6 +91,61 @@ METRICS = {
         False,
         True,
     ),
+    # A resampling test draws one label per row, so a weighted row is not
+    # the same as repeated rows (whose labels are drawn separately).
+    "test_consistency": (
+        calibration_test,
+        {"n_resamples": 200, "random_state": 0},
+        True,
+        False,
+        True,
+    ),
+    "test_consistency_binned": (
+        calibration_test,
+        {"statistic": "binned_ece", "n_resamples": 200, "random_state": 0},
+        True,
+        False,
+        True,
+    ),
+    "test_spiegelhalter": (
+        calibration_test,
+        {"method": "spiegelhalter"},
+        True,
+        True,
+        False,
+    ),
+    "test_hosmer_lemeshow": (
+        calibration_test,
+        {"method": "hosmer-lemeshow"},
+        True,
+        False,  # groups at weighted quantiles (see binned_calibration_error)
+        False,
+    ),
+    "test_ks": (calibration_test, {"method": "ks"}, True, True, False),
+    "test_kuiper": (calibration_test, {"method": "kuiper"}, True, True, False),
+    "test_skce": (
+        calibration_test,
+        {"method": "skce", "n_resamples": 199, "random_state": 0},
+        True,
+        False,
+        True,
+    ),
+    "test_skce_linear": (
+        calibration_test,
+        {"method": "skce-linear", "random_state": 0},
+        False,
+        False,
+        True,
+    ),
+    "decomposition_brier": (score_decomposition, {}, True, True, False),
+    "decomposition_log_loss": (
+        score_decomposition,
+        {"score": "log_loss"},
+        True,
+        True,
+        False,
+    ),
+    "calibration_summary": (calibration_summary, {}, True, True, False),
 }
 IDS = list(METRICS)
 
@@ -191,7 +275,10 @@ def test_bad_weights_are_named(name, weights, word):
         call(name, y, p, sample_weight=w)
 
 
-@pytest.mark.parametrize("name", IDS)
+@pytest.mark.parametrize(
+    "name",
+    [n for n in IDS if "multi_class" in inspect.signature(METRICS[n][0]).parameters],
+)
 def test_bad_multi_class_is_named(name):
     rng = np.random.default_rng(0)
     P = rng.dirichlet([1, 1, 1], 300)
@@ -239,6 +326,10 @@ def test_inputs_are_not_modified(name):
 @pytest.mark.parametrize("name", [n for n in IDS if METRICS[n][4]])
 def test_same_random_state_same_result(name):
     y, p = data()
+    if name.startswith("test_"):
+        # A test of miscalibrated data gives the smallest p-value whatever
+        # the seed; under the null hypothesis the p-value moves with it.
+        y = (np.random.default_rng(5).uniform(size=p.size) < p).astype(int)
     a = number(name, call(name, y, p, random_state=3))
     b = number(name, call(name, y, p, random_state=3))
     np.testing.assert_array_equal(a, b)
@@ -257,6 +348,14 @@ def test_same_random_state_same_result(name):
         (kde_calibration_error, {"n_jobs": 2**63, "bandwidth": 0.1}, "n_jobs"),
         (calibration_error_bound, {"n_jobs": 2**63}, "n_jobs"),
         (calibration_error_bound, {"n_splits": 10**9}, "n_splits"),
+        (calibration_test, {"n_resamples": 10**7}, "n_resamples"),
+        (calibration_test, {"method": "bogus"}, "method"),
+        (calibration_test, {"statistic": "bogus"}, "statistic"),
+        (calibration_test, {"n_bins": 1, "method": "hosmer-lemeshow"}, "n_bins"),
+        (calibration_test, {"bandwidth": -1.0, "method": "skce"}, "bandwidth"),
+        (calibration_test, {"n_jobs": 2**63}, "n_jobs"),
+        (score_decomposition, {"score": "log"}, "score"),
+        (calibration_summary, {"multi_class": "canonical"}, "multi_class"),
     ],
 )
 def test_flags_and_sizes_are_checked_before_any_work(func, kwargs, word):

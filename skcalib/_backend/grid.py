@@ -8,6 +8,8 @@ they are sums over samples, so chunks and partitions merge by addition.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import fft as _fft
 
@@ -192,10 +194,18 @@ def reflected_smooth(hist, sigma):
     # The end points are their own mirror images: count them twice.
     ext[0] *= 2.0
     ext[M] *= 2.0
-    g = periodized_gaussian(M, sigma)
-    spec = _fft.rfft(ext, axis=0) * _fft.rfft(g)[:, None]
+    spec = _fft.rfft(ext, axis=0) * _kernel_spectrum(M, float(sigma))[:, None]
     out = _fft.irfft(spec, n=2 * M, axis=0)[: M + 1]
     return out[:, 0] if squeeze else out
+
+
+@functools.lru_cache(maxsize=16)
+def _kernel_spectrum(M, sigma):
+    """Spectrum of :func:`periodized_gaussian`, cached: a resampling loop
+    smooths thousands of histograms at the same few ``(M, sigma)``."""
+    spec = _fft.rfft(periodized_gaussian(M, sigma))
+    spec.flags.writeable = False
+    return spec
 
 
 def trapezoid(values, M):

@@ -510,6 +510,21 @@ class ReportBuilder:
                 "target": "binary" if self.binary else "top-label",
                 "n_samples_used": int(m_rows),
             }
+        progress.start("calibration tests, decomposition and summary")
+        # Beside "metrics", whose entries are single values.
+        with self._input_errors():
+            report.update(
+                _calibration_checks(
+                    y,
+                    proba,
+                    self.binary,
+                    self.random_state,
+                    self.n_jobs,
+                    {**mc, **kw_labels, **kw_w},
+                    int(m_rows),
+                )
+            )
+        progress.done()
         return report, curve
 
     def _binned_from_sums(self):
@@ -518,6 +533,92 @@ class ReportBuilder:
             total = weight.sum()
             values.append(float(np.abs(wy - ws).sum() / total) if total > 0 else 0.0)
         return float(np.mean(values))
+
+
+# Label draws of the consistency test in the report (its p-value is at least
+# 1 / (_REPORT_RESAMPLES + 1)).
+_REPORT_RESAMPLES = 999
+
+
+def _calibration_checks(y, proba, binary, random_state, n_jobs, kw, n_used):
+    """Tests, CORP decomposition and calibration summary for the report."""
+    from .. import metrics
+
+    tests = {}
+    for method in ("consistency", "spiegelhalter", "hosmer-lemeshow", "kuiper"):
+        res = metrics.calibration_test(
+            y,
+            proba,
+            method=method,
+            n_resamples=_REPORT_RESAMPLES,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            **kw,
+        )
+        tests[method] = {
+            "statistic": float(res.statistic),
+            "statistic_name": res.statistic_name,
+            "pvalue": float(res.pvalue),
+            "n_resamples": res.n_resamples,
+            "dof": res.dof,
+        }
+    no_mc = {k: v for k, v in kw.items() if k != "multi_class"}
+    dec = {}
+    for score in ("brier", "log_loss") if binary else ("brier",):
+        d = metrics.score_decomposition(y, proba, score=score, **no_mc)
+        dec[score] = {
+            "score": float(d.score),
+            "miscalibration": float(d.miscalibration),
+            "discrimination": float(d.discrimination),
+            "uncertainty": float(d.uncertainty),
+        }
+    s = metrics.calibration_summary(y, proba, **no_mc)
+    summary = {
+        f: float(getattr(s, f))
+        for f in (
+            "slope",
+            "slope_se",
+            "intercept",
+            "intercept_se",
+            "mean_difference",
+            "emax",
+            "e90",
+            "e50",
+            "ici",
+        )
+    }
+    summary["target"] = "binary" if binary else "top-label"
+    return {
+        "calibration_tests": {**tests, "n_samples_used": n_used},
+        "score_decomposition": {**dec, "n_samples_used": n_used},
+        "calibration_summary": {**summary, "n_samples_used": n_used},
+    }
+
+
+def _format_checks(m):
+    """Lines of the tests, decomposition and summary (if in the report)."""
+    if "calibration_tests" not in m:
+        return []
+    lines = ["", "  test of calibration          statistic    p-value"]
+    for method, r in m["calibration_tests"].items():
+        if isinstance(r, dict):
+            lines.append(
+                f"  {method:<26} {r['statistic']:>11.4g}   {r['pvalue']:>8.3g}"
+            )
+    lines.append("  (a p-value is evidence against calibration, not its size)")
+    for score, d in m["score_decomposition"].items():
+        if isinstance(d, dict):
+            lines.append(
+                f"  {score} = MCB {d['miscalibration']:.4f} - DSC "
+                f"{d['discrimination']:.4f} + UNC {d['uncertainty']:.4f}"
+            )
+    s = m["calibration_summary"]
+    lines.append(
+        f"  slope {s['slope']:.3f} (se {s['slope_se']:.3f}), intercept "
+        f"{s['intercept']:.3f} (se {s['intercept_se']:.3f}), Emax {s['emax']:.4f}, "
+        f"E90 {s['e90']:.4f}, E50 {s['e50']:.4f}, ICI {s['ici']:.4f}"
+    )
+    return lines
 
 
 def _as_list(curve):
@@ -718,6 +819,7 @@ def format_table(report, *, title=None):
     lines.append(f"  {'-' * width}   {'-' * 8}")
     for name, value, extra in rows:
         lines.append(f"  {name.ljust(width)}   {_fmt(value):>8}   {extra}".rstrip())
+    lines.extend(_format_checks(report))
     if kind != "binary":
         lines.append("")
         lines.append(
