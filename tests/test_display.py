@@ -485,7 +485,7 @@ def test_bound_display_bad_arguments():
     y, s = _square_problem(2000)
     one = CalibrationBoundDisplay.from_predictions(y, s, methods="tv", random_state=0)
     assert one.methods == ["tv"]
-    with pytest.raises(ValueError, match="methods must name"):
+    with pytest.raises(ValueError, match="'methods' parameter"):
         CalibrationBoundDisplay.from_predictions(y, s, methods=[])
     with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
         CalibrationBoundDisplay.from_predictions(y, s, random_state=0, ax="x")
@@ -967,6 +967,32 @@ def _smooth_case():
                 ),
                 "ax",
             ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(y, p, ref_line="no"),
+                "ref_line",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, p, ref_line_kw="k--"
+                ),
+                "ref_line_kw",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, p, density_panel=None
+                ),
+                "density_panel",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, p, density_bandwidth="wide"
+                ),
+                "density_bandwidth",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(y, p, fade_below=0),
+                "fade_below",
+            ),
         ],
     }
 
@@ -1008,6 +1034,24 @@ def _binned_case():
             ),
             (lambda: BinnedReliabilityDisplay.from_predictions(y[:-1], p), "samples"),
             (lambda: BinnedReliabilityDisplay.from_predictions(y, p, ax="x"), "ax"),
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(y, p, ref_line=2),
+                "ref_line",
+            ),
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(y, p, ref_line_kw=1),
+                "ref_line_kw",
+            ),
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(
+                    y, p, density_panel="yes"
+                ),
+                "density_panel",
+            ),
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(y, p, bar_kwargs=[]),
+                "bar_kwargs",
+            ),
         ],
     }
 
@@ -1065,6 +1109,20 @@ def _bound_case():
                 ),
                 "ax",
             ),
+            (
+                lambda: CalibrationBoundDisplay.from_predictions(y, s, methods="tw"),
+                "methods",
+            ),
+            (
+                lambda: CalibrationBoundDisplay.from_predictions(y, s, methods=[1]),
+                "methods",
+            ),
+            (
+                lambda: CalibrationBoundDisplay.from_sample_sizes(
+                    y, s, sample_sizes="many"
+                ),
+                "sample_sizes",
+            ),
         ],
     }
 
@@ -1104,6 +1162,16 @@ def _perturbation_case():
                 "tolerance",
             ),
             (lambda: PerturbationDisplay.from_result(_scale_result(), ax="x"), "ax"),
+            (
+                lambda: PerturbationDisplay.from_result(
+                    _scale_result(), curve_kwargs=[{}]
+                ),
+                "curve_kwargs",
+            ),
+            (
+                lambda: PerturbationDisplay.from_estimator(None, X, y),
+                "estimator",
+            ),
         ],
     }
 
@@ -1173,6 +1241,53 @@ def test_battery_bad_input_names_the_argument(case):
     for call, name in case["bad"]:
         with pytest.raises((ValueError, TypeError), match=name):
             call()
+
+
+@pytest.mark.parametrize("value", ["no", 2, None, np.array([True, False]), object()])
+def test_battery_plot_flags_are_checked(case, value):
+    # Every display's plot takes the same flag by the same rule.
+    disp = case["build"]()
+    with pytest.raises(ValueError, match=r"'despine' parameter of \w+\.plot\(\)"):
+        disp.plot(despine=value)
+
+
+def test_battery_from_estimator_checks_y_by_name(case):
+    clf, X, y = _fitted()
+    with pytest.raises(ValueError, match=r"X and y have inconsistent"):
+        case["estimator"](clf, X, y[:-1])
+    with pytest.raises(ValueError, match=r"\by must be a 1-D array"):
+        case["estimator"](clf, X, 5)
+
+
+@pytest.mark.parametrize(
+    "cls, module, metric",
+    [
+        (SmoothReliabilityDisplay, "_smooth", "smooth_calibration_curve"),
+        (BinnedReliabilityDisplay, "_binned", "binned_calibration_error"),
+        (CalibrationBoundDisplay, "_bound", "calibration_error_bound"),
+    ],
+)
+@pytest.mark.parametrize(
+    "bad", [{"ref_line": "no"}, {"despine": None}, {"density_panel": 2}]
+)
+def test_plot_arguments_are_checked_before_computing(
+    cls, module, metric, bad, monkeypatch
+):
+    import importlib
+
+    if cls is CalibrationBoundDisplay and "despine" not in bad:
+        pytest.skip("the bound display has no diagonal nor density panel")
+
+    def never(*args, **kwargs):
+        raise AssertionError("computed before the arguments were checked")
+
+    monkeypatch.setattr(
+        importlib.import_module(f"skcalib.display.{module}"), metric, never
+    )
+    y, p = _binary(n=200)
+    (name,) = bad
+    with pytest.raises(ValueError, match=f"'{name}' parameter of {cls.__name__}"):
+        cls.from_predictions(y, p, **bad)
 
 
 def test_frame_of_several_curves_and_classes():

@@ -6,13 +6,13 @@ import numbers
 
 import numpy as np
 
-from .._backend.density import BANDWIDTH_RULES, local_sample_size, score_density
+from .._backend.density import local_sample_size, score_density
 from .._backend.smece import LOGIT_EPS, GridGeometry
-from .._validation import binary_tasks, check_random_generator, check_real
+from .._params import MAX_BOOTSTRAP, AnyOf, Interval, StrOptions, validate_params
+from .._validation import binary_tasks, check_random_generator
 from ..metrics import smooth_calibration_curve
 from ._plotting import (
     ReliabilityDisplayBase,
-    check_as_frame,
     level_text,
     merge_style,
     stack_curves,
@@ -39,20 +39,8 @@ def _logit(p):
     return np.log(c) - np.log1p(-c)
 
 
-def _check_bandwidth(bandwidth):
-    if isinstance(bandwidth, str) and bandwidth in BANDWIDTH_RULES:
-        return bandwidth
-    if (
-        isinstance(bandwidth, numbers.Real)
-        and not isinstance(bandwidth, bool)
-        and np.isfinite(bandwidth)
-        and bandwidth > 0
-    ):
-        return float(bandwidth)
-    raise ValueError(
-        f"density_bandwidth must be 'silverman', 'scott' or a positive float; got "
-        f"{bandwidth!r}."
-    )
+# The display's own n_bootstrap: 0 (no band) and "auto" too.
+_N_BOOTSTRAP = AnyOf(StrOptions("auto"), Interval(numbers.Integral, 0, MAX_BOOTSTRAP))
 
 
 def _resolve_bootstrap(n_bootstrap, n_samples):
@@ -249,6 +237,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         self.pos_label = pos_label
         self.score_range = score_range
 
+    @validate_params()
     def plot(
         self,
         ax=None,
@@ -317,11 +306,6 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         ('model (smECE = 0.0...)', None)
         >>> plt.close(disp.figure_)
         """
-        density_width = check_real(density_width, "density_width", low=0.0, high=1.0)
-        if fade_below is not None:
-            fade_below = check_real(
-                fade_below, "fade_below", low=0.0, include_low=False
-            )
         return self._plot(
             ax,
             name=name,
@@ -330,7 +314,8 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             ref_line_kw=ref_line_kw,
             density_panel=density_panel,
             despine=despine,
-            draw_kwargs={"density_width": density_width, "fade_below": fade_below},
+            density_width=density_width,
+            fade_below=fade_below,
         )
 
     def _drawn(self, r):
@@ -358,6 +343,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         )
         return out
 
+    @validate_params()
     def frame(self, *, as_frame=True):
         """The plotted data as a table, one row per point of each curve.
 
@@ -395,7 +381,6 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         >>> import matplotlib.pyplot as plt
         >>> plt.close("all")
         """
-        as_frame = check_as_frame(as_frame)
         records = self._records()
         tables = [self._drawn(r) for r in records]
         return to_table(stack_curves(tables, self._curve_keys()), as_frame)
@@ -532,7 +517,6 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         n_bootstrap,
         **opts,
     ):
-        density_bandwidth = _check_bandwidth(density_bandwidth)
         curves = smooth_calibration_curve(
             y_true,
             y_proba,
@@ -582,6 +566,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         return records
 
     @classmethod
+    @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_predictions(
         cls,
         y_true,
@@ -671,6 +656,7 @@ density_panel, fade_below, despine
         )
 
     @classmethod
+    @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_estimator(
         cls,
         estimator,
@@ -742,6 +728,7 @@ fade_below, despine
         return cls._from_estimator(estimator, X, y, **cls._route(locals()))
 
     @classmethod
+    @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_cv_results(
         cls,
         cv_results,
