@@ -1259,28 +1259,30 @@ def test_battery_from_estimator_checks_y_by_name(case):
         case["estimator"](clf, X, 5)
 
 
+_COMPUTE = {
+    SmoothReliabilityDisplay: ("_smooth", "smooth_calibration_curve"),
+    BinnedReliabilityDisplay: ("_binned", "binned_calibration_error"),
+    CalibrationBoundDisplay: ("_bound", "calibration_error_bound"),
+}
+
+
 @pytest.mark.parametrize(
-    "cls, module, metric",
+    "cls, bad",
     [
-        (SmoothReliabilityDisplay, "_smooth", "smooth_calibration_curve"),
-        (BinnedReliabilityDisplay, "_binned", "binned_calibration_error"),
-        (CalibrationBoundDisplay, "_bound", "calibration_error_bound"),
+        (cls, bad)
+        for cls in _COMPUTE
+        for bad in ({"ref_line": "no"}, {"despine": None}, {"density_panel": 2})
+        # The bound display has no diagonal nor density panel.
+        if cls is not CalibrationBoundDisplay or "despine" in bad
     ],
 )
-@pytest.mark.parametrize(
-    "bad", [{"ref_line": "no"}, {"despine": None}, {"density_panel": 2}]
-)
-def test_plot_arguments_are_checked_before_computing(
-    cls, module, metric, bad, monkeypatch
-):
+def test_plot_arguments_are_checked_before_computing(cls, bad, monkeypatch):
     import importlib
-
-    if cls is CalibrationBoundDisplay and "despine" not in bad:
-        pytest.skip("the bound display has no diagonal nor density panel")
 
     def never(*args, **kwargs):
         raise AssertionError("computed before the arguments were checked")
 
+    module, metric = _COMPUTE[cls]
     monkeypatch.setattr(
         importlib.import_module(f"skcalib.display.{module}"), metric, never
     )
@@ -1288,6 +1290,39 @@ def test_plot_arguments_are_checked_before_computing(
     (name,) = bad
     with pytest.raises(ValueError, match=f"'{name}' parameter of {cls.__name__}"):
         cls.from_predictions(y, p, **bad)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_from_accumulator_draws_the_in_memory_figure(weighted):
+    from skcalib.metrics import CalibrationAccumulator
+
+    rng = np.random.default_rng(4)
+    n = 20_000
+    p = rng.beta(0.5, 2.0, size=n)
+    y = rng.uniform(size=n) < np.sqrt(p)
+    w = rng.integers(1, 5, size=n).astype(float) if weighted else None
+    acc = CalibrationAccumulator()
+    for part in np.array_split(np.arange(n), 6):
+        acc.partial_fit(y[part], p[part], None if w is None else w[part])
+    streamed = SmoothReliabilityDisplay.from_accumulator(acc, density_panel=True)
+    memory = SmoothReliabilityDisplay.from_predictions(
+        y, p, sample_weight=w, n_bootstrap=0, density_panel=True
+    )
+    a, b = memory.frame(as_frame=False), streamed.frame(as_frame=False)
+    np.testing.assert_array_equal(a["score"], b["score"])
+    np.testing.assert_allclose(b["y_smooth"], a["y_smooth"], atol=1e-9)
+    np.testing.assert_allclose(
+        b["density"], a["density"], atol=1e-8 * a["density"].max()
+    )
+    np.testing.assert_allclose(b["effective_size"], a["effective_size"], rtol=1e-9)
+    # Drawn: the panel's curve is the density, and the fade is where the
+    # in-memory one is.
+    np.testing.assert_array_equal(
+        streamed.density_ax_.lines[0].get_ydata(), b["density"]
+    )
+    assert (streamed.fade_ is None) == (memory.fade_ is None)
+    with pytest.raises(TypeError, match="accumulator"):
+        SmoothReliabilityDisplay.from_accumulator((y, p))
 
 
 def test_frame_of_several_curves_and_classes():

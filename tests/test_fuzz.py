@@ -308,6 +308,18 @@ def _display_entries(y, p, X, yx):
         else:
             disp = cls.from_predictions(y, p, **opts)
         out.append((f"{name}.plot", lambda d=disp, **kw: d.plot(**kw), cls.plot, {}))
+        if hasattr(cls, "from_accumulator"):
+            acc = metrics.CalibrationAccumulator().partial_fit(y, p)
+            out.append(
+                (
+                    f"{name}.from_accumulator",
+                    lambda c=cls, a=acc, **kw: c.from_accumulator(
+                        **{"accumulator": a, **kw}
+                    ),
+                    cls.from_accumulator,
+                    {"accumulator": acc},
+                )
+            )
     return out
 
 

@@ -335,10 +335,11 @@ def stack_curves(tables, keys):
     return out
 
 
-def score_range_of(data, multi_class):
-    """Where the scores of a problem can lie: ``[1/K, 1]`` for top-label."""
-    if data.kind == "multiclass" and multi_class == "top-label":
-        return (1.0 / data.proba.shape[1], 1.0)
+def score_range_of(n_classes, multi_class):
+    """Where the scores of a problem of ``n_classes`` classes can lie:
+    ``[1/K, 1]`` for top-label confidences."""
+    if n_classes > 2 and multi_class == "top-label":
+        return (1.0 / n_classes, 1.0)
     return (0.0, 1.0)
 
 
@@ -563,12 +564,14 @@ class ReliabilityDisplayBase:
             "labels": labels,
         }
         data = check_calibration_inputs(y_true, y_proba, **common)
+        n_classes = 2 if data.kind == "binary" else data.proba.shape[1]
+        score_range = score_range_of(n_classes, spec["multi_class"])
         records = cls._compute(
             y_true,
             y_proba,
             multi_class=spec["multi_class"],
             data=data,
-            score_range=score_range_of(data, spec["multi_class"]),
+            score_range=score_range,
             **common,
             **spec["opts"],
         )
@@ -576,7 +579,7 @@ class ReliabilityDisplayBase:
             if isinstance(r["class_label"], np.generic):
                 r["class_label"] = r["class_label"].item()
         mc = None if data.kind == "binary" else spec["multi_class"]
-        return records, mc, data.pos_label, score_range_of(data, spec["multi_class"])
+        return records, mc, data.pos_label, score_range
 
     @classmethod
     def _assemble(cls, records, multi_class, pos_label, name, spec, score_range):
