@@ -91,11 +91,12 @@ print(f"merged smECE:    {merged.smooth_ece():.6f}")
 # predictions and the fade where they are few all come from its grid, and
 # match what :meth:`~skcalib.display.SmoothReliabilityDisplay.from_predictions`
 # draws from the predictions themselves.
-fig, ax = plt.subplots(figsize=(5.5, 6.5), layout="constrained")
+fig, ax = plt.subplots(figsize=(5.5, 6.5))
 disp = SmoothReliabilityDisplay.from_accumulator(
     acc, name=f"{acc.n_samples_:,} streamed predictions", ax=ax, density_panel=True
 )
 ax.set_title(f"over-confident model (true CE = {true_ce:.3f})")
+fig.tight_layout()  # the density panel is outside a constrained layout
 plt.show()
 
 # %%
