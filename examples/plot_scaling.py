@@ -86,18 +86,17 @@ print(f"merged smECE:    {merged.smooth_ece():.6f}")
 # %%
 # The streamed reliability diagram
 # --------------------------------
-# :meth:`~skcalib.metrics.CalibrationAccumulator.calibration_curve` returns
-# the curve data; the display draws it without needing the predictions.
-curve = acc.calibration_curve()
-fig, ax = plt.subplots(figsize=(5.5, 5.5), layout="constrained")
-SmoothReliabilityDisplay(
-    scores=curve.scores,
-    y_smooth=curve.y_smooth,
-    density=curve.density,
-    smece=curve.smece,
-    name=f"{acc.n_samples_:,} streamed predictions",
-).plot(ax=ax)
+# :meth:`~skcalib.display.SmoothReliabilityDisplay.from_accumulator` draws
+# the diagram from the accumulator alone: the curve, the density of the
+# predictions and the fade where they are few all come from its grid, and
+# match what :meth:`~skcalib.display.SmoothReliabilityDisplay.from_predictions`
+# draws from the predictions themselves.
+fig, ax = plt.subplots(figsize=(5.5, 6.5))
+disp = SmoothReliabilityDisplay.from_accumulator(
+    acc, name=f"{acc.n_samples_:,} streamed predictions", ax=ax, density_panel=True
+)
 ax.set_title(f"over-confident model (true CE = {true_ce:.3f})")
+fig.tight_layout()  # the density panel is outside a constrained layout
 plt.show()
 
 # %%

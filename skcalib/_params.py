@@ -12,15 +12,19 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
 __all__ = [
     "RULES",
     "AnyOf",
+    "Axes",
     "Boolean",
+    "Dict",
     "Interval",
     "InvalidParameterError",
+    "ListOf",
     "NoneOr",
     "Options",
     "RandomState",
@@ -161,7 +165,7 @@ class NoneOr:
 
 
 class AnyOf:
-    """A value accepted by at least one of ``rules``."""
+    """A value accepted by one of ``rules`` (scikit-learn's list of constraints)."""
 
     def __init__(self, *rules):
         self.rules = rules
@@ -171,6 +175,51 @@ class AnyOf:
 
     def __str__(self):
         return " or ".join(str(rule) for rule in self.rules)
+
+
+class Dict:
+    """A dict (any mapping), e.g. keywords forwarded to matplotlib."""
+
+    def accepts(self, value):
+        return isinstance(value, Mapping)
+
+    def __str__(self):
+        return "a dict"
+
+
+class ListOf:
+    """A non-empty list or tuple whose every item ``rule`` accepts."""
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    def accepts(self, value):
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) > 0
+            and all(self.rule.accepts(v) for v in value)
+        )
+
+    def __str__(self):
+        return f"a non-empty list, each item {self.rule}"
+
+
+class Axes:
+    """A matplotlib Axes, or an array or list of them (checked by duck typing,
+    so that this module does not import matplotlib)."""
+
+    def accepts(self, value):
+        if hasattr(value, "plot") and hasattr(value, "figure"):
+            return True
+        if isinstance(value, (list, tuple, np.ndarray)):
+            items = list(np.ravel(np.asarray(value, dtype=object)))
+            return len(items) > 0 and all(
+                hasattr(a, "plot") and hasattr(a, "figure") for a in items
+            )
+        return False
+
+    def __str__(self):
+        return "a matplotlib Axes or an array of Axes"
 
 
 class _NJobs:
@@ -217,6 +266,24 @@ RULES = {
     "n_bins": Interval(numbers.Integral, 1, MAX_BINS),
     "return_details": Boolean(),
     "root": Boolean(),
+    # The displays.
+    "as_frame": Boolean(),
+    "ref_line": Boolean(),
+    "despine": Boolean(),
+    "ref_line_kw": NoneOr(Dict()),
+    "bar_kwargs": NoneOr(Dict()),
+    "line_kwargs": NoneOr(Dict()),
+    "bound_kwargs": NoneOr(Dict()),
+    # A list gives each curve its own style (its length is checked on drawing).
+    "curve_kwargs": NoneOr(AnyOf(Dict(), ListOf(Dict()))),
+    "density_panel": AnyOf(Boolean(), Axes()),
+    "density_width": Interval(numbers.Real, 0, 1),
+    "density_bandwidth": AnyOf(
+        StrOptions("silverman", "scott"),
+        Interval(numbers.Real, 0, None, closed="neither"),
+    ),
+    "fade_below": NoneOr(Interval(numbers.Real, 0, None, closed="neither")),
+    "true_ce": NoneOr(Interval(numbers.Real, 0, 1)),
 }
 
 

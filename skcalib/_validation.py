@@ -100,9 +100,9 @@ def _pandas_na():
     return getattr(pd, "NA", None) if pd is not None else None
 
 
-def _check_y_true(y_true):
+def _check_y_true(y_true, name="y_true"):
     if y_true is None:
-        raise ValueError("y_true must not be None.")
+        raise ValueError(f"{name} must not be None.")
     if _is_pandas_like(y_true):
         y_true = y_true.to_numpy()
     y_true = np.asarray(y_true)
@@ -110,19 +110,19 @@ def _check_y_true(y_true):
         y_true = y_true[:, 0]
     if y_true.ndim != 1:
         raise ValueError(
-            "y_true must be a 1-D array of labels, got an array of shape "
+            f"{name} must be a 1-D array of labels, got an array of shape "
             f"{y_true.shape}."
         )
     y_true = _column_or_1d(y_true)
     if y_true.shape[0] == 0:
-        raise ValueError("y_true is empty; at least one sample is required.")
+        raise ValueError(f"{name} is empty; at least one sample is required.")
     if y_true.dtype.kind == "f":
         # One sum is finite exactly when every element is, barring overflow,
         # which the element-wise check then clears.
         with np.errstate(over="ignore", invalid="ignore"):
             finite = np.isfinite(y_true.sum())
         if not finite and not np.all(np.isfinite(y_true)):
-            raise ValueError("y_true contains NaN or infinity.")
+            raise ValueError(f"{name} contains NaN or infinity.")
     elif y_true.dtype.kind == "O":
         na = _pandas_na()
         if any(
@@ -131,8 +131,23 @@ def _check_y_true(y_true):
             or (isinstance(v, float) and not np.isfinite(v))
             for v in y_true
         ):
-            raise ValueError("y_true contains None, NA or NaN.")
+            raise ValueError(f"{name} contains None, NA or NaN.")
     return y_true
+
+
+def check_target(y, n_samples, *, name="y"):
+    """Labels ``y`` of ``n_samples`` rows of ``X`` (a display's ``from_estimator``),
+    checked before the model is asked for its probabilities."""
+    try:
+        y = _check_y_true(y, name)
+    except TypeError as exc:
+        raise TypeError(f"{name} must be an array-like of labels; {exc}") from None
+    if y.shape[0] != n_samples:
+        raise ValueError(
+            f"X and {name} have inconsistent numbers of samples: {n_samples} and "
+            f"{y.shape[0]}."
+        )
+    return y
 
 
 def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):

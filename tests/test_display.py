@@ -485,7 +485,7 @@ def test_bound_display_bad_arguments():
     y, s = _square_problem(2000)
     one = CalibrationBoundDisplay.from_predictions(y, s, methods="tv", random_state=0)
     assert one.methods == ["tv"]
-    with pytest.raises(ValueError, match="methods must name"):
+    with pytest.raises(ValueError, match="'methods' parameter"):
         CalibrationBoundDisplay.from_predictions(y, s, methods=[])
     with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
         CalibrationBoundDisplay.from_predictions(y, s, random_state=0, ax="x")
@@ -967,6 +967,32 @@ def _smooth_case():
                 ),
                 "ax",
             ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(y, p, ref_line="no"),
+                "ref_line",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, p, ref_line_kw="k--"
+                ),
+                "ref_line_kw",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, p, density_panel=None
+                ),
+                "density_panel",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(
+                    y, p, density_bandwidth="wide"
+                ),
+                "density_bandwidth",
+            ),
+            (
+                lambda: SmoothReliabilityDisplay.from_predictions(y, p, fade_below=0),
+                "fade_below",
+            ),
         ],
     }
 
@@ -1008,6 +1034,24 @@ def _binned_case():
             ),
             (lambda: BinnedReliabilityDisplay.from_predictions(y[:-1], p), "samples"),
             (lambda: BinnedReliabilityDisplay.from_predictions(y, p, ax="x"), "ax"),
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(y, p, ref_line=2),
+                "ref_line",
+            ),
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(y, p, ref_line_kw=1),
+                "ref_line_kw",
+            ),
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(
+                    y, p, density_panel="yes"
+                ),
+                "density_panel",
+            ),
+            (
+                lambda: BinnedReliabilityDisplay.from_predictions(y, p, bar_kwargs=[]),
+                "bar_kwargs",
+            ),
         ],
     }
 
@@ -1065,6 +1109,20 @@ def _bound_case():
                 ),
                 "ax",
             ),
+            (
+                lambda: CalibrationBoundDisplay.from_predictions(y, s, methods="tw"),
+                "methods",
+            ),
+            (
+                lambda: CalibrationBoundDisplay.from_predictions(y, s, methods=[1]),
+                "methods",
+            ),
+            (
+                lambda: CalibrationBoundDisplay.from_sample_sizes(
+                    y, s, sample_sizes="many"
+                ),
+                "sample_sizes",
+            ),
         ],
     }
 
@@ -1104,6 +1162,16 @@ def _perturbation_case():
                 "tolerance",
             ),
             (lambda: PerturbationDisplay.from_result(_scale_result(), ax="x"), "ax"),
+            (
+                lambda: PerturbationDisplay.from_result(
+                    _scale_result(), curve_kwargs=[{}]
+                ),
+                "curve_kwargs",
+            ),
+            (
+                lambda: PerturbationDisplay.from_estimator(None, X, y),
+                "estimator",
+            ),
         ],
     }
 
@@ -1173,6 +1241,88 @@ def test_battery_bad_input_names_the_argument(case):
     for call, name in case["bad"]:
         with pytest.raises((ValueError, TypeError), match=name):
             call()
+
+
+@pytest.mark.parametrize("value", ["no", 2, None, np.array([True, False]), object()])
+def test_battery_plot_flags_are_checked(case, value):
+    # Every display's plot takes the same flag by the same rule.
+    disp = case["build"]()
+    with pytest.raises(ValueError, match=r"'despine' parameter of \w+\.plot\(\)"):
+        disp.plot(despine=value)
+
+
+def test_battery_from_estimator_checks_y_by_name(case):
+    clf, X, y = _fitted()
+    with pytest.raises(ValueError, match=r"X and y have inconsistent"):
+        case["estimator"](clf, X, y[:-1])
+    with pytest.raises(ValueError, match=r"\by must be a 1-D array"):
+        case["estimator"](clf, X, 5)
+
+
+_COMPUTE = {
+    SmoothReliabilityDisplay: ("_smooth", "smooth_calibration_curve"),
+    BinnedReliabilityDisplay: ("_binned", "binned_calibration_error"),
+    CalibrationBoundDisplay: ("_bound", "calibration_error_bound"),
+}
+
+
+@pytest.mark.parametrize(
+    "cls, bad",
+    [
+        (cls, bad)
+        for cls in _COMPUTE
+        for bad in ({"ref_line": "no"}, {"despine": None}, {"density_panel": 2})
+        # The bound display has no diagonal nor density panel.
+        if cls is not CalibrationBoundDisplay or "despine" in bad
+    ],
+)
+def test_plot_arguments_are_checked_before_computing(cls, bad, monkeypatch):
+    import importlib
+
+    def never(*args, **kwargs):
+        raise AssertionError("computed before the arguments were checked")
+
+    module, metric = _COMPUTE[cls]
+    monkeypatch.setattr(
+        importlib.import_module(f"skcalib.display.{module}"), metric, never
+    )
+    y, p = _binary(n=200)
+    (name,) = bad
+    with pytest.raises(ValueError, match=f"'{name}' parameter of {cls.__name__}"):
+        cls.from_predictions(y, p, **bad)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_from_accumulator_draws_the_in_memory_figure(weighted):
+    from skcalib.metrics import CalibrationAccumulator
+
+    rng = np.random.default_rng(4)
+    n = 20_000
+    p = rng.beta(0.5, 2.0, size=n)
+    y = rng.uniform(size=n) < np.sqrt(p)
+    w = rng.integers(1, 5, size=n).astype(float) if weighted else None
+    acc = CalibrationAccumulator()
+    for part in np.array_split(np.arange(n), 6):
+        acc.partial_fit(y[part], p[part], None if w is None else w[part])
+    streamed = SmoothReliabilityDisplay.from_accumulator(acc, density_panel=True)
+    memory = SmoothReliabilityDisplay.from_predictions(
+        y, p, sample_weight=w, n_bootstrap=0, density_panel=True
+    )
+    a, b = memory.frame(as_frame=False), streamed.frame(as_frame=False)
+    np.testing.assert_array_equal(a["score"], b["score"])
+    np.testing.assert_allclose(b["y_smooth"], a["y_smooth"], atol=1e-9)
+    np.testing.assert_allclose(
+        b["density"], a["density"], atol=1e-8 * a["density"].max()
+    )
+    np.testing.assert_allclose(b["effective_size"], a["effective_size"], rtol=1e-9)
+    # Drawn: the panel's curve is the density, and the fade is where the
+    # in-memory one is.
+    np.testing.assert_array_equal(
+        streamed.density_ax_.lines[0].get_ydata(), b["density"]
+    )
+    assert (streamed.fade_ is None) == (memory.fade_ is None)
+    with pytest.raises(TypeError, match="accumulator"):
+        SmoothReliabilityDisplay.from_accumulator((y, p))
 
 
 def test_frame_of_several_curves_and_classes():

@@ -443,12 +443,13 @@ def _run_report(args, progress):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.file is None:
-            report, curve = compute_report(
+            report, curve, display = compute_report(
                 y_true,
                 y_proba,
                 pos_label=pos_label,
                 perturbation_scale=args.perturbation_scale,
                 progress=progress,
+                return_display=True,
                 **options,
             )
         else:
@@ -469,6 +470,7 @@ def _run_report(args, progress):
                     rows.advance(codes.shape[0])
             progress.done()
             report, curve = builder.finish(progress)
+            display = None if args.no_plot else builder.display(curve)
             info = pred.info()
         report["input"] = info
         report["seed"] = args.seed
@@ -479,12 +481,7 @@ def _run_report(args, progress):
             out.stage(
                 figure.name,
                 lambda fh: plot_reliability(
-                    curve,
-                    fh,
-                    title=plot_title,
-                    multi_class=report["multi_class"],
-                    pos_label=report["pos_label"],
-                    fmt=args.format,
+                    display, fh, title=plot_title, fmt=args.format
                 ),
             )
             progress.done()

@@ -527,6 +527,38 @@ class ReportBuilder:
         progress.done()
         return report, curve
 
+    def display(self, curve):
+        """The smooth reliability display of ``curve`` (from :meth:`finish`).
+
+        Its density and fade come from the rows in memory, or, when the input
+        was streamed, from the accumulators' grids (the same figure up to the
+        grid resolution): what ``SmoothReliabilityDisplay.from_predictions``
+        draws on the same data.
+        """
+        from .._backend.density import grid_samples
+        from .._validation import binary_tasks
+        from ..display import SmoothReliabilityDisplay
+        from ..display._plotting import score_range_of
+
+        if self._streaming:
+            tasks = [
+                (None, *grid_samples(acc.grid_statistics()[:, 0]))
+                for acc in self._accumulators
+            ]
+        else:
+            _, y, proba, w = self._sample()
+            with self._input_errors():
+                data = self._check(y, proba, sample_weight=w, labels=self.class_idx)
+            tasks = binary_tasks(data, self.multi_class)
+        return SmoothReliabilityDisplay._from_curves(
+            _as_list(curve),
+            tasks,
+            multi_class=None if self.binary else self.multi_class,
+            pos_label=self.pos_label if self.binary else None,
+            score_range=score_range_of(self.n_classes, self.multi_class),
+            name="predictions",
+        )
+
     def _binned_from_sums(self):
         values = []
         for weight, wy, ws in self._bins:
@@ -651,6 +683,7 @@ def compute_report(
     random_state=0,
     n_jobs=None,
     progress=None,
+    return_display=False,
 ):
     """Compute every number of ``skcalib report`` as a JSON-serialisable dict.
 
@@ -682,6 +715,8 @@ def compute_report(
     random_state : int, default=0
     n_jobs : int, default=None
     progress : StepProgress, default=None
+    return_display : bool, default=False
+        Also return the display that ``skcalib report`` draws.
 
     Returns
     -------
@@ -690,6 +725,9 @@ def compute_report(
     curve : SmoothCalibrationCurve or list of SmoothCalibrationCurve
         The smooth reliability curve behind ``report["metrics"]["smooth_ece"]``
         (one per class for ``multi_class="classwise"``).
+    display : SmoothReliabilityDisplay
+        Only with ``return_display=True``: the unplotted display of the
+        figure, with the density and fade of the data.
 
     Examples
     --------
@@ -732,7 +770,10 @@ def compute_report(
         reservoir_rows=max(n, 2),
     )
     builder.add(codes.ravel(), y_proba, sample_weight)
-    return builder.finish(progress)
+    report, curve = builder.finish(progress)
+    if return_display:
+        return report, curve, builder.display(curve)
+    return report, curve
 
 
 # ---------------------------------------------------------------------------
@@ -838,52 +879,29 @@ def format_table(report, *, title=None):
     return "\n".join(lines)
 
 
-def plot_reliability(
-    curve, fh, *, title=None, multi_class=None, pos_label=None, fmt="png"
-):
-    """Save the smooth reliability diagram of ``curve`` to ``fh``.
+def plot_reliability(display, fh, *, title=None, fmt="png"):
+    """Save the smooth reliability diagram of ``display`` to ``fh``.
 
-    The figure is a bare :class:`matplotlib.figure.Figure` (no pyplot), so the
-    command changes no global matplotlib state and needs no display.
+    ``display`` is the unplotted :class:`~skcalib.display.SmoothReliabilityDisplay`
+    of :meth:`ReportBuilder.display`: the figure is the Python display's, with
+    a density panel. It is a bare :class:`matplotlib.figure.Figure` (no
+    pyplot), so the command changes no global matplotlib state and needs no
+    display.
     """
     from matplotlib.figure import Figure
 
-    from ..display import SmoothReliabilityDisplay
-
-    curves = _as_list(curve)
-    k = len(curves)
+    k = len(display.scores) if isinstance(display.scores, list) else 1
     fig = Figure(figsize=(6.0 if k == 1 else 3.2 * k, 7.0), layout="constrained")
     axes = fig.subplots(2, k, sharex=True, height_ratios=[4, 1], squeeze=False)
-
-    def field(name):
-        values = [getattr(c, name, None) for c in curves]
-        return values[0] if k == 1 else values
-
-    kwargs = {}
-    if k > 1:
-        kwargs["class_label"] = [c.label for c in curves]
-    disp = SmoothReliabilityDisplay(
-        scores=field("scores"),
-        y_smooth=field("y_smooth"),
-        density=field("density"),
-        smece=field("smece"),
-        smece_ci=field("smece_ci"),
-        y_smooth_low=field("y_smooth_low"),
-        y_smooth_high=field("y_smooth_high"),
-        sigma=field("sigma"),
-        confidence_level=field("confidence_level"),
-        multi_class=multi_class,
-        pos_label=pos_label,
-        name="predictions",
-        **kwargs,
-    )
     ax = axes[0, 0] if k == 1 else axes[0, :]
     dax = axes[1, 0] if k == 1 else axes[1, :]
-    disp.plot(ax=ax, density_panel=dax)
-    # The diagram is drawn with equal aspect; a density panel of matching box
-    # aspect keeps both axes the same width.
-    for a in np.ravel(dax):
-        a.set_box_aspect(0.25)
+    display.plot(ax=ax, density_panel=dax)
+    # The diagram is drawn with equal aspect on its score range (narrower than
+    # [0, 1] for top-label): a density panel a quarter as high, of the box
+    # aspect that keeps it as wide as the diagram, stays aligned with it.
+    for a, top in zip(np.ravel(dax), np.ravel(ax), strict=True):
+        (x0, x1), (y0, y1) = top.get_xlim(), top.get_ylim()
+        a.set_box_aspect(0.25 * (y1 - y0) / (x1 - x0))
     if title:
         if k == 1:
             axes[0, 0].set_title(title, fontsize="medium")

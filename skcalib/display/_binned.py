@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
+from .._params import MAX_BINS, AnyOf, Interval, StrOptions, validate_params
 from ..metrics import binned_calibration_error
 from ._plotting import (
     ReliabilityDisplayBase,
-    check_as_frame,
     merge_style,
     stack_curves,
     to_table,
@@ -17,6 +19,9 @@ __all__ = ["BinnedReliabilityDisplay"]
 
 # Narrowest bar drawn, in score units.
 MIN_BAR_WIDTH = 0.01
+
+# The metrics' n_bins, "cbrt" included.
+N_BINS = AnyOf(Interval(numbers.Integral, 1, MAX_BINS), StrOptions("cbrt"))
 
 _NORM_NAMES = {"l1": "ECE", "l2": "RMSCE", "max": "MCE"}
 
@@ -154,6 +159,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
     def _metric_name(self):
         return _NORM_NAMES.get(self.norm, "Error")
 
+    @validate_params()
     def plot(
         self,
         ax=None,
@@ -219,7 +225,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             ref_line_kw=ref_line_kw,
             density_panel=density_panel,
             despine=despine,
-            draw_kwargs={"bar_kwargs": bar_kwargs},
+            bar_kwargs=bar_kwargs,
         )
 
     def _bars(self, r):
@@ -252,6 +258,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             "density": share / width,
         }
 
+    @validate_params()
     def frame(self, *, as_frame=True):
         """The plotted data as a table, one row per non-empty bin of each curve.
 
@@ -284,7 +291,6 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         1    1        0.80         1.0      1.0
         >>> plt.close(disp.figure_)
         """
-        as_frame = check_as_frame(as_frame)
         records = self._records()
         tables = [self._bars(r) for r in records]
         return to_table(stack_curves(tables, self._curve_keys()), as_frame)
@@ -397,6 +403,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         return [dict(zip(keys, panel, strict=True)) for panel in panels]
 
     @classmethod
+    @validate_params(n_bins=N_BINS)
     def from_predictions(
         cls,
         y_true,
@@ -455,6 +462,7 @@ despine
         )
 
     @classmethod
+    @validate_params(n_bins=N_BINS)
     def from_estimator(
         cls,
         estimator,
@@ -515,6 +523,7 @@ despine
         return cls._from_estimator(estimator, X, y, **cls._route(locals()))
 
     @classmethod
+    @validate_params(n_bins=N_BINS)
     def from_cv_results(
         cls,
         cv_results,

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_calibration_inputs, check_random_generator, check_real
+from .._params import AnyOf, ListOf, NoneOr, StrOptions, validate_params
+from .._validation import (
+    check_calibration_inputs,
+    check_estimator_proba,
+    check_random_generator,
+)
 from ..metrics import binned_calibration_error
 from ..metrics._bounds import calibration_error_bound
+from ._binned import N_BINS
 from ._plotting import (
     axes_or_new,
-    check_as_frame,
+    check_features,
     hide_spines,
     level_text,
     merge_style,
+    predict_proba_of,
     to_table,
 )
 
@@ -42,6 +49,10 @@ _METHOD_LABELS = {
     "nw": "Nadaraya-Watson",
     "lipschitz": "Lipschitz buckets",
 }
+
+
+_METHOD = StrOptions(*_METHOD_LABELS)
+_METHODS = NoneOr(AnyOf(_METHOD, ListOf(_METHOD)))
 
 
 def _grouped(terms):
@@ -158,6 +169,7 @@ class CalibrationBoundDisplay:
         self.delta = delta
         self.name = name
 
+    @validate_params()
     def plot(self, ax=None, *, name=None, bar_kwargs=None, despine=False):
         """Plot the bounds.
 
@@ -189,6 +201,10 @@ class CalibrationBoundDisplay:
         ['approximation', 'concentration', 'estimate']
         >>> plt.close(disp.figure_)
         """
+        return self._render(ax, name=name, bar_kwargs=bar_kwargs, despine=despine)
+
+    def _render(self, ax=None, *, name=None, bar_kwargs=None, despine=False):
+        """The body of ``plot`` (its arguments checked by the caller)."""
         if self.sample_sizes is None and self.terms is None:
             raise ValueError(
                 "terms are needed to plot the bounds of one dataset (without "
@@ -210,6 +226,7 @@ class CalibrationBoundDisplay:
         ax.legend(loc="best", fontsize="small")
         return self
 
+    @validate_params()
     def frame(self, *, as_frame=True):
         """The plotted numbers as a table.
 
@@ -240,7 +257,6 @@ class CalibrationBoundDisplay:
           method  upper  concentration_term
         0     tv    0.2                0.06
         """
-        as_frame = check_as_frame(as_frame)
         self._check_lengths()
         methods = list(self.methods)
         true_ce = np.nan if self.true_ce is None else float(self.true_ce)
@@ -404,6 +420,7 @@ class CalibrationBoundDisplay:
         ax.yaxis.set_minor_formatter(plain)
 
     @classmethod
+    @validate_params(methods=_METHODS, n_bins=N_BINS)
     def from_predictions(
         cls,
         y_true,
@@ -474,7 +491,12 @@ class CalibrationBoundDisplay:
         True
         >>> plt.close(disp.figure_)
         """
-        data, _, evaluate, common = _prepare(locals())
+        return cls._from_predictions(locals())
+
+    @classmethod
+    def _from_predictions(cls, args):
+        """``from_predictions`` on checked arguments (a dict of them)."""
+        data, _, evaluate, common = _prepare(args)
         bounds, ece = evaluate(data.y, data.proba)
         disp = cls(
             upper=[b.upper for b in bounds],
@@ -483,9 +505,12 @@ class CalibrationBoundDisplay:
             binned_ece=ece,
             **common,
         )
-        return disp.plot(ax=ax, bar_kwargs=bar_kwargs, despine=despine)
+        return disp._render(
+            ax=args["ax"], bar_kwargs=args["bar_kwargs"], despine=args["despine"]
+        )
 
     @classmethod
+    @validate_params(methods=_METHODS, n_bins=N_BINS)
     def from_estimator(
         cls,
         estimator,
@@ -547,37 +572,19 @@ n_jobs, name, ax, bar_kwargs, despine
         ['tv', 'nw', 'lipschitz']
         >>> plt.close(disp.figure_)
         """
-        from sklearn.utils.validation import _num_samples
-
-        from .._validation import check_estimator_proba
-
-        proba = check_estimator_proba(
-            estimator.predict_proba(X), estimator, _num_samples(X)
-        )
+        y = check_features(X, y)
+        proba, _, _, _ = predict_proba_of(estimator, X, None, name)
+        proba = check_estimator_proba(proba, estimator, y.shape[0])
         if perturbation_scale is None:
             perturbation_scale = getattr(estimator, "scale_", None)
         if name is None:
             name = type(estimator).__name__
-        return cls.from_predictions(
-            y,
-            proba,
-            perturbation_scale=perturbation_scale,
-            lipschitz=lipschitz,
-            methods=methods,
-            delta=delta,
-            n_bins=n_bins,
-            true_ce=true_ce,
-            pos_label=None,
-            n_splits=n_splits,
-            random_state=random_state,
-            n_jobs=n_jobs,
-            name=name,
-            ax=ax,
-            bar_kwargs=bar_kwargs,
-            despine=despine,
-        )
+        args = dict(locals())
+        args.update(y_true=y, y_proba=proba, pos_label=None)
+        return cls._from_predictions(args)
 
     @classmethod
+    @validate_params(methods=_METHODS, n_bins=N_BINS)
     def from_sample_sizes(
         cls,
         y_true,
@@ -643,7 +650,13 @@ pos_label, n_splits, random_state, n_jobs, name, ax
         if sample_sizes is None:
             sizes = np.geomspace(min(1000, n_total), n_total, 6)
         else:
-            sizes = np.asarray(sample_sizes, dtype=float).reshape(-1)
+            try:
+                sizes = np.asarray(sample_sizes, dtype=float).reshape(-1)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    "sample_sizes must be None or an array-like of ints; got "
+                    f"{sample_sizes!r}."
+                ) from None
             if not np.all(np.isfinite(sizes)):
                 raise ValueError(f"sample_sizes must be finite; got {sizes.tolist()}.")
         sizes = np.unique(np.round(sizes).astype(np.int64))
@@ -667,7 +680,7 @@ pos_label, n_splits, random_state, n_jobs, name, ax
             binned_ece=ece,
             **common,
         )
-        return disp.plot(ax=ax, bar_kwargs=line_kwargs, despine=despine)
+        return disp._render(ax=ax, bar_kwargs=line_kwargs, despine=despine)
 
 
 def _prepare(args):
@@ -686,8 +699,6 @@ def _prepare(args):
     if methods is None:
         methods = _default_methods(args["perturbation_scale"], args["lipschitz"])
     methods = [methods] if isinstance(methods, str) else list(methods)
-    if not methods:
-        raise ValueError("methods must name at least one bound method.")
     rng = check_random_generator(args["random_state"])
     keys = ("perturbation_scale", "lipschitz", "delta", "n_splits", "n_jobs")
     options = {k: args[k] for k in keys}
@@ -699,7 +710,7 @@ def _prepare(args):
     common = {
         "methods": methods,
         "n_bins": args["n_bins"],
-        "true_ce": _check_true_ce(args["true_ce"]),
+        "true_ce": None if args["true_ce"] is None else float(args["true_ce"]),
         "delta": args["delta"],
         "name": args["name"],
     }
@@ -724,9 +735,3 @@ def _evaluate(y, s, methods, n_bins, *, perturbation_scale, lipschitz, **kwargs)
         for method in methods
     ]
     return bounds, binned_calibration_error(y, s, n_bins=n_bins)
-
-
-def _check_true_ce(true_ce):
-    if true_ce is None:
-        return None
-    return check_real(true_ce, "true_ce", low=0.0, high=1.0)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
+from .._params import Dict, NoneOr, validate_params
 from ..perturbation import PerturbationScaleResult, select_perturbation_scale
 from ._plotting import (
-    check_as_frame,
+    check_features,
     hide_spines,
     level_text,
     merge_style,
@@ -25,14 +24,8 @@ def _scale_text(h):
     return f"$2^{{{int(k)}}}$" if float(k).is_integer() else f"{h:.3g}"
 
 
-def _check_style(name, kwargs):
-    """``None`` or a dict of line keywords; a TypeError naming it otherwise."""
-    if kwargs is not None and not isinstance(kwargs, Mapping):
-        raise TypeError(
-            f"{name} must be None or a dict of matplotlib line keywords; got "
-            f"{type(kwargs).__name__}."
-        )
-    return kwargs
+# One style for the one score curve (no list of them).
+_STYLE = NoneOr(Dict())
 
 
 class PerturbationDisplay:
@@ -137,6 +130,7 @@ class PerturbationDisplay:
         self.delta = delta
         self.name = name
 
+    @validate_params(curve_kwargs=_STYLE)
     def plot(
         self, ax=None, *, name=None, curve_kwargs=None, bound_kwargs=None, despine=False
     ):
@@ -175,8 +169,18 @@ class PerturbationDisplay:
         True
         >>> plt.close(fig)
         """
-        _check_style("curve_kwargs", curve_kwargs)
-        _check_style("bound_kwargs", bound_kwargs)
+        return self._render(
+            ax,
+            name=name,
+            curve_kwargs=curve_kwargs,
+            bound_kwargs=bound_kwargs,
+            despine=despine,
+        )
+
+    def _render(
+        self, ax=None, *, name=None, curve_kwargs=None, bound_kwargs=None, despine=False
+    ):
+        """The body of ``plot`` (its arguments checked by the caller)."""
         ax, bax = self._axes(ax)
         self.ax_, self.figure_ = ax, ax.figure
         h = np.asarray(self.scales, dtype=float)
@@ -286,6 +290,7 @@ class PerturbationDisplay:
                     hide_spines(a, ("top",) if self._twin else ("top", "right"))
         return self
 
+    @validate_params()
     def frame(self, *, as_frame=True):
         """The plotted numbers as a table, one row per perturbation scale.
 
@@ -315,7 +320,6 @@ class PerturbationDisplay:
         0   0.01        0.90          0.2         True
         1   0.10        0.88          0.1        False
         """
-        as_frame = check_as_frame(as_frame)
         h = np.asarray(self.scales, dtype=float)
         missing = np.full(h.shape, np.nan)
         cols = {
@@ -355,6 +359,7 @@ class PerturbationDisplay:
         return pair[0], pair[1]
 
     @classmethod
+    @validate_params(curve_kwargs=_STYLE)
     def from_result(
         cls,
         result,
@@ -398,6 +403,18 @@ class PerturbationDisplay:
                 "result must be a PerturbationScaleResult (the output of "
                 f"select_perturbation_scale); got {type(result).__name__}."
             )
+        return cls._from_result(
+            result,
+            name=name,
+            ax=ax,
+            curve_kwargs=curve_kwargs,
+            bound_kwargs=bound_kwargs,
+            despine=despine,
+        )
+
+    @classmethod
+    def _from_result(cls, result, *, name, ax, curve_kwargs, bound_kwargs, despine):
+        """``from_result`` on checked arguments."""
         disp = cls(
             scales=result.scales,
             score_mean=result.score_mean,
@@ -413,11 +430,12 @@ class PerturbationDisplay:
             delta=result.delta,
             name=name,
         )
-        return disp.plot(
+        return disp._render(
             ax=ax, curve_kwargs=curve_kwargs, bound_kwargs=bound_kwargs, despine=despine
         )
 
     @classmethod
+    @validate_params(curve_kwargs=_STYLE)
     def from_estimator(
         cls,
         estimator,
@@ -473,6 +491,12 @@ n_jobs
         'C2'
         >>> plt.close(disp.figure_)
         """
+        if not hasattr(estimator, "fit"):
+            raise TypeError(
+                "estimator must be a scikit-learn classifier (with fit and "
+                f"predict_proba); got {type(estimator).__name__}."
+            )
+        check_features(X, y)
         result = select_perturbation_scale(
             estimator,
             X,
@@ -486,7 +510,7 @@ n_jobs
             random_state=random_state,
             n_jobs=n_jobs,
         )
-        return cls.from_result(
+        return cls._from_result(
             result,
             name=name,
             ax=ax,

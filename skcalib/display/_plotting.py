@@ -15,7 +15,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._meta import align_proba_columns
-from .._validation import check_calibration_inputs, check_sample_weight
+from .._validation import check_calibration_inputs, check_sample_weight, check_target
 
 # matplotlib rejects a property given under two aliases; the user's spelling wins.
 _ALIASES = {
@@ -219,6 +219,18 @@ def panel_groups(axes_per_curve):
     return list(groups.values())
 
 
+def check_features(X, y):
+    """``y`` checked as the labels of the rows of ``X``, before any model sees
+    them (so that an error names the argument, not a step of the model)."""
+    try:
+        n = _num_samples(X)
+    except TypeError as exc:
+        raise TypeError(
+            f"X must be an array-like of shape (n_samples, n_features); {exc}"
+        ) from None
+    return check_target(y, n)
+
+
 def predict_proba_of(estimator, X, pos_label, name, classes=None):
     """``predict_proba`` of a fitted classifier, its classes, pos_label and name.
 
@@ -253,11 +265,8 @@ def cv_folds(cv_results, X, y, sample_weight):
             "return_estimator=True and return_indices=True (keys 'estimator' and "
             "'indices')."
         )
-    n = len(y)
-    if _num_samples(X) != n:
-        raise ValueError(
-            f"X and y have inconsistent numbers of samples: {_num_samples(X)} and {n}."
-        )
+    y = check_features(X, y)
+    n = y.shape[0]
     if sample_weight is not None:
         sample_weight = check_sample_weight(sample_weight, n)
     indices = cv_results["indices"]
@@ -326,24 +335,19 @@ def stack_curves(tables, keys):
     return out
 
 
-def check_as_frame(as_frame):
-    if not isinstance(as_frame, (bool, np.bool_)):
-        raise TypeError(f"as_frame must be a bool (True or False); got {as_frame!r}.")
-    return bool(as_frame)
-
-
-def score_range_of(data, multi_class):
-    """Where the scores of a problem can lie: ``[1/K, 1]`` for top-label."""
-    if data.kind == "multiclass" and multi_class == "top-label":
-        return (1.0 / data.proba.shape[1], 1.0)
+def score_range_of(n_classes, multi_class):
+    """Where the scores of a problem of ``n_classes`` classes can lie:
+    ``[1/K, 1]`` for top-label confidences."""
+    if n_classes > 2 and multi_class == "top-label":
+        return (1.0 / n_classes, 1.0)
     return (0.0, 1.0)
 
 
 def _density_axes(density_panel, panels):
     """Density axes under each panel: new ones (``True``), given ones, or ``None``."""
-    if density_panel is None or density_panel is False:
+    if density_panel is False or density_panel is np.False_:
         return None
-    if density_panel is True:
+    if density_panel is True or density_panel is np.True_:
         from mpl_toolkits.axes_grid1 import make_axes_locatable
 
         return [
@@ -351,10 +355,10 @@ def _density_axes(density_panel, panels):
             for p in panels
         ]
     daxes = list(np.ravel(np.asarray(density_panel, dtype=object)))
-    if len(daxes) != len(panels) or not all(hasattr(a, "plot") for a in daxes):
-        raise TypeError(
+    if len(daxes) != len(panels):
+        raise ValueError(
             f"density_panel must be a bool or {len(panels)} matplotlib Axes (one per "
-            f"panel); got {density_panel!r}."
+            f"panel); got {len(daxes)} Axes."
         )
     return daxes
 
@@ -399,16 +403,18 @@ class ReliabilityDisplayBase:
 
     def _plot(
         self,
-        ax,
+        ax=None,
         *,
-        name,
-        curve_kwargs,
-        ref_line,
-        ref_line_kw,
-        density_panel,
-        despine,
-        draw_kwargs,
+        name=None,
+        curve_kwargs=None,
+        ref_line=True,
+        ref_line_kw=None,
+        density_panel=False,
+        despine=False,
+        **draw_kwargs,
     ):
+        """The body of ``plot``, whose arguments were checked by its caller
+        (``plot`` itself or a ``from_*`` method)."""
         records = self._records()
         n = len(records)
         keys = as_list(self.class_label, n)
@@ -558,12 +564,14 @@ class ReliabilityDisplayBase:
             "labels": labels,
         }
         data = check_calibration_inputs(y_true, y_proba, **common)
+        n_classes = 2 if data.kind == "binary" else data.proba.shape[1]
+        score_range = score_range_of(n_classes, spec["multi_class"])
         records = cls._compute(
             y_true,
             y_proba,
             multi_class=spec["multi_class"],
             data=data,
-            score_range=score_range_of(data, spec["multi_class"]),
+            score_range=score_range,
             **common,
             **spec["opts"],
         )
@@ -571,7 +579,7 @@ class ReliabilityDisplayBase:
             if isinstance(r["class_label"], np.generic):
                 r["class_label"] = r["class_label"].item()
         mc = None if data.kind == "binary" else spec["multi_class"]
-        return records, mc, data.pos_label, score_range_of(data, spec["multi_class"])
+        return records, mc, data.pos_label, score_range
 
     @classmethod
     def _assemble(cls, records, multi_class, pos_label, name, spec, score_range):
@@ -588,10 +596,11 @@ class ReliabilityDisplayBase:
     @classmethod
     def _from_predictions(cls, y_true, y_proba, *, labels, spec, name, plot_kwargs):
         records, mc, pos, rng = cls._predictions(y_true, y_proba, labels, spec)
-        return cls._assemble(records, mc, pos, name, spec, rng).plot(**plot_kwargs)
+        return cls._assemble(records, mc, pos, name, spec, rng)._plot(**plot_kwargs)
 
     @classmethod
     def _from_estimator(cls, estimator, X, y, *, spec, name, plot_kwargs):
+        y = check_features(X, y)
         proba, classes, pos, name = predict_proba_of(
             estimator, X, spec["pos_label"], name
         )
@@ -616,7 +625,7 @@ class ReliabilityDisplayBase:
             fold_spec = {**spec, "sample_weight": sw, "pos_label": pos}
             fold, mc, pos, rng = cls._predictions(y_test, proba, classes, fold_spec)
             records.extend(fold)
-        return cls._assemble(records, mc, pos, name, spec, rng).plot(**plot_kwargs)
+        return cls._assemble(records, mc, pos, name, spec, rng)._plot(**plot_kwargs)
 
 
 def display_spec(sample_weight, pos_label, multi_class, opts, init=None):

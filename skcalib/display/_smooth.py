@@ -6,13 +6,13 @@ import numbers
 
 import numpy as np
 
-from .._backend.density import BANDWIDTH_RULES, local_sample_size, score_density
+from .._backend.density import grid_samples, local_sample_size, score_density
 from .._backend.smece import LOGIT_EPS, GridGeometry
-from .._validation import binary_tasks, check_random_generator, check_real
+from .._params import MAX_BOOTSTRAP, AnyOf, Interval, StrOptions, validate_params
+from .._validation import binary_tasks, check_random_generator
 from ..metrics import smooth_calibration_curve
 from ._plotting import (
     ReliabilityDisplayBase,
-    check_as_frame,
     level_text,
     merge_style,
     stack_curves,
@@ -39,20 +39,8 @@ def _logit(p):
     return np.log(c) - np.log1p(-c)
 
 
-def _check_bandwidth(bandwidth):
-    if isinstance(bandwidth, str) and bandwidth in BANDWIDTH_RULES:
-        return bandwidth
-    if (
-        isinstance(bandwidth, numbers.Real)
-        and not isinstance(bandwidth, bool)
-        and np.isfinite(bandwidth)
-        and bandwidth > 0
-    ):
-        return float(bandwidth)
-    raise ValueError(
-        f"density_bandwidth must be 'silverman', 'scott' or a positive float; got "
-        f"{bandwidth!r}."
-    )
+# The display's own n_bootstrap: 0 (no band) and "auto" too.
+_N_BOOTSTRAP = AnyOf(StrOptions("auto"), Interval(numbers.Integral, 0, MAX_BOOTSTRAP))
 
 
 def _resolve_bootstrap(n_bootstrap, n_samples):
@@ -63,6 +51,46 @@ def _resolve_bootstrap(n_bootstrap, n_samples):
 
 def _fade_alpha(ess, fade_below):
     return FADE_FLOOR + (1 - FADE_FLOOR) * np.clip(ess / fade_below, 0.0, 1.0)
+
+
+def _records(curves, tasks, *, metric, score_range, density_bandwidth):
+    """Per-curve data of the display: each curve with the density and the
+    effective sample size of its ``(y, s, w)`` task."""
+    geometry = GridGeometry(metric)
+    lo, hi = score_range
+    records = []
+    for c, (_, s, w) in zip(curves, tasks, strict=True):
+        if geometry.metric == "l1":
+            dens, h = score_density(
+                s, w, c.scores, lo=lo, hi=hi, bandwidth=density_bandwidth
+            )
+        else:
+            dens, h = score_density(
+                _logit(s),
+                w,
+                _logit(c.scores),
+                lo=float(_logit(lo)),
+                hi=float(_logit(hi)),
+                bandwidth=density_bandwidth,
+            )
+        ess = local_sample_size(s, w, c.sigma, geometry, len(c.scores) - 1)
+        records.append(
+            {
+                "scores": c.scores,
+                "y_smooth": c.y_smooth,
+                "density": dens,
+                "smece": c.smece,
+                "smece_ci": c.smece_ci,
+                "y_smooth_low": c.y_smooth_low,
+                "y_smooth_high": c.y_smooth_high,
+                "sigma": c.sigma,
+                "confidence_level": c.confidence_level,
+                "effective_size": ess,
+                "density_bandwidth": h,
+                "class_label": getattr(c, "label", None),
+            }
+        )
+    return records
 
 
 class SmoothReliabilityDisplay(ReliabilityDisplayBase):
@@ -80,9 +108,10 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
     classes are drawn on ``[1/K, 1]``, where confidences can lie.
     :meth:`frame` returns the plotted data as a table.
 
-    Use :meth:`from_estimator`, :meth:`from_predictions` or
-    :meth:`from_cv_results` to create one. Every data parameter holds one
-    value per curve (a list when there are several curves).
+    Use :meth:`from_estimator`, :meth:`from_predictions`,
+    :meth:`from_cv_results` or, for streamed data, :meth:`from_accumulator`
+    to create one. Every data parameter holds one value per curve (a list
+    when there are several curves).
 
     Parameters
     ----------
@@ -249,6 +278,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         self.pos_label = pos_label
         self.score_range = score_range
 
+    @validate_params()
     def plot(
         self,
         ax=None,
@@ -317,11 +347,6 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         ('model (smECE = 0.0...)', None)
         >>> plt.close(disp.figure_)
         """
-        density_width = check_real(density_width, "density_width", low=0.0, high=1.0)
-        if fade_below is not None:
-            fade_below = check_real(
-                fade_below, "fade_below", low=0.0, include_low=False
-            )
         return self._plot(
             ax,
             name=name,
@@ -330,7 +355,8 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             ref_line_kw=ref_line_kw,
             density_panel=density_panel,
             despine=despine,
-            draw_kwargs={"density_width": density_width, "fade_below": fade_below},
+            density_width=density_width,
+            fade_below=fade_below,
         )
 
     def _drawn(self, r):
@@ -358,6 +384,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         )
         return out
 
+    @validate_params()
     def frame(self, *, as_frame=True):
         """The plotted data as a table, one row per point of each curve.
 
@@ -395,7 +422,6 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         >>> import matplotlib.pyplot as plt
         >>> plt.close("all")
         """
-        as_frame = check_as_frame(as_frame)
         records = self._records()
         tables = [self._drawn(r) for r in records]
         return to_table(stack_curves(tables, self._curve_keys()), as_frame)
@@ -532,7 +558,6 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         n_bootstrap,
         **opts,
     ):
-        density_bandwidth = _check_bandwidth(density_bandwidth)
         curves = smooth_calibration_curve(
             y_true,
             y_proba,
@@ -544,44 +569,126 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             **opts,
         )
         curves = curves if isinstance(curves, list) else [curves]
-        tasks = binary_tasks(data, multi_class)
-        geometry = GridGeometry(opts["metric"])
-        lo, hi = score_range
-        records = []
-        for c, (_, s, w) in zip(curves, tasks, strict=True):
-            if geometry.metric == "l1":
-                dens, h = score_density(
-                    s, w, c.scores, lo=lo, hi=hi, bandwidth=density_bandwidth
-                )
-            else:
-                dens, h = score_density(
-                    _logit(s),
-                    w,
-                    _logit(c.scores),
-                    lo=float(_logit(lo)),
-                    hi=float(_logit(hi)),
-                    bandwidth=density_bandwidth,
-                )
-            ess = local_sample_size(s, w, c.sigma, geometry, len(c.scores) - 1)
-            records.append(
-                {
-                    "scores": c.scores,
-                    "y_smooth": c.y_smooth,
-                    "density": dens,
-                    "smece": c.smece,
-                    "smece_ci": c.smece_ci,
-                    "y_smooth_low": c.y_smooth_low,
-                    "y_smooth_high": c.y_smooth_high,
-                    "sigma": c.sigma,
-                    "confidence_level": c.confidence_level,
-                    "effective_size": ess,
-                    "density_bandwidth": h,
-                    "class_label": c.label,
-                }
-            )
-        return records
+        return _records(
+            curves,
+            binary_tasks(data, multi_class),
+            metric=opts["metric"],
+            score_range=score_range,
+            density_bandwidth=density_bandwidth,
+        )
 
     @classmethod
+    def _from_curves(
+        cls,
+        curves,
+        tasks,
+        *,
+        multi_class,
+        pos_label,
+        score_range,
+        density_bandwidth="silverman",
+        name=None,
+    ):
+        """An unplotted display of computed curves and the ``(y, s, w)`` of
+        each one (its scores and weights, or a grid's nodes and masses)."""
+        records = _records(
+            curves,
+            tasks,
+            metric="l1",
+            score_range=score_range,
+            density_bandwidth=density_bandwidth,
+        )
+        spec = {"init": {"metric": "l1"}}
+        return cls._assemble(records, multi_class, pos_label, name, spec, score_range)
+
+    @classmethod
+    @validate_params()
+    def from_accumulator(
+        cls,
+        accumulator,
+        *,
+        density_bandwidth="silverman",
+        name="Classifier",
+        ax=None,
+        curve_kwargs=None,
+        ref_line=True,
+        ref_line_kw=None,
+        density_width=0.05,
+        density_panel=False,
+        fade_below=30,
+        despine=False,
+    ):
+        """Plot the smooth reliability diagram of streamed predictions.
+
+        The curve is :meth:`~skcalib.metrics.CalibrationAccumulator.calibration_curve`;
+        the density and the fade come from the accumulator's grid of
+        ``2**16`` cells, so the diagram is the one :meth:`from_predictions`
+        draws on the same data (without a bootstrap band) up to the grid's
+        resolution, without the predictions.
+
+        Parameters
+        ----------
+        accumulator : CalibrationAccumulator
+            A fitted accumulator (binary).
+        density_bandwidth : {"silverman", "scott"} or float, default="silverman"
+            As in :meth:`from_predictions`.
+        name : str, default="Classifier"
+            Legend name.
+        ax, curve_kwargs, ref_line, ref_line_kw, density_width, \
+density_panel, fade_below, despine
+            As in :meth:`plot`.
+
+        Returns
+        -------
+        display : SmoothReliabilityDisplay
+
+        Examples
+        --------
+        >>> import matplotlib.pyplot as plt
+        >>> import numpy as np
+        >>> from skcalib.display import SmoothReliabilityDisplay
+        >>> from skcalib.metrics import CalibrationAccumulator
+        >>> rng = np.random.default_rng(0)
+        >>> acc = CalibrationAccumulator()
+        >>> for _ in range(5):
+        ...     p = rng.uniform(size=2000)
+        ...     acc = acc.partial_fit(rng.uniform(size=2000) < p, p)
+        >>> disp = SmoothReliabilityDisplay.from_accumulator(acc, density_panel=True)
+        >>> disp.line_.get_label()
+        'Classifier (smECE = 0.0...)'
+        >>> plt.close(disp.figure_)
+        """
+        from ..metrics import CalibrationAccumulator
+
+        if not isinstance(accumulator, CalibrationAccumulator):
+            raise TypeError(
+                "accumulator must be a fitted CalibrationAccumulator; got "
+                f"{type(accumulator).__name__}."
+            )
+        curve = accumulator.calibration_curve()
+        mass = accumulator.grid_statistics()[:, 0]
+        disp = cls._from_curves(
+            [curve],
+            [(None, *grid_samples(mass))],
+            multi_class=None,
+            pos_label=accumulator.pos_label,
+            score_range=(0.0, 1.0),
+            density_bandwidth=density_bandwidth,
+            name=name,
+        )
+        return disp._plot(
+            ax,
+            curve_kwargs=curve_kwargs,
+            ref_line=ref_line,
+            ref_line_kw=ref_line_kw,
+            density_width=density_width,
+            density_panel=density_panel,
+            fade_below=fade_below,
+            despine=despine,
+        )
+
+    @classmethod
+    @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_predictions(
         cls,
         y_true,
@@ -671,6 +778,7 @@ density_panel, fade_below, despine
         )
 
     @classmethod
+    @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_estimator(
         cls,
         estimator,
@@ -742,6 +850,7 @@ fade_below, despine
         return cls._from_estimator(estimator, X, y, **cls._route(locals()))
 
     @classmethod
+    @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_cv_results(
         cls,
         cv_results,
