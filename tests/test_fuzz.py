@@ -409,10 +409,6 @@ def test_every_bad_value_of_a_display_is_rejected_by_name(rows):
     assert not failures, "\n".join(map(str, failures[:40]))
 
 
-@pytest.mark.xfail(
-    reason="RecalibratedClassifier(cv={}, [], -1) is not yet rejected by name",
-    strict=False,
-)
 def test_every_bad_value_is_rejected_by_name(rows):
     assert len(rows) > 500
     failures = _failures(rows)
