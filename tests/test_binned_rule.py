@@ -211,20 +211,20 @@ def test_large_unweighted_table_is_the_weighted_sums(strategy):
     n = 100_000
     s = np.concatenate([rng.beta(2, 5, size=n - 600), rng.choice(TIES, size=600)])
     y = (rng.uniform(size=n) < s).astype(float)
-    _, bins = binned_calibration_error(
-        y, s, n_bins=15, strategy=strategy, return_bins=True
+    bins = binned_calibration_error(
+        y, s, n_bins=15, strategy=strategy, return_details=True
     )
-    edges = bins["edges"]
+    edges = bins.edges
     b = np.searchsorted(edges[1:-1], s)
     w = np.ones(n)
     sw = np.bincount(b, weights=w, minlength=15)
     keep = sw > 0
-    np.testing.assert_array_equal(bins["weight"], sw[keep])
+    np.testing.assert_array_equal(bins.weight, sw[keep])
     np.testing.assert_array_equal(
-        bins["mean_label"], (np.bincount(b, weights=w * y, minlength=15) / sw)[keep]
+        bins.mean_label, (np.bincount(b, weights=w * y, minlength=15) / sw)[keep]
     )
     np.testing.assert_array_equal(
-        bins["mean_score"], (np.bincount(b, weights=w * s, minlength=15) / sw)[keep]
+        bins.mean_score, (np.bincount(b, weights=w * s, minlength=15) / sw)[keep]
     )
 
 
