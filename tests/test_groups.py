@@ -1,13 +1,22 @@
-"""Calibration by group: ``groups=`` on the metrics.
+"""Calibration by group: ``groups=`` on the metrics and the reliability displays.
 
 The reference for every per-group number is the metric called by hand on that
 group's rows (with the classes of the whole sample as ``labels``).
 """
 
-import numpy as np
-import pytest
+import matplotlib
 
-from skcalib.metrics import (
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from skcalib.display import (  # noqa: E402
+    BinnedReliabilityDisplay,
+    SmoothReliabilityDisplay,
+)
+from skcalib.metrics import (  # noqa: E402
     GroupedCalibrationResult,
     binned_calibration_error,
     calibration_error_bound,
@@ -272,3 +281,94 @@ def test_bound_delta_is_per_group():
         y[rows], p[rows], random_state=0, delta=0.05
     )
     assert np.all(joint.values >= per_group.values)
+
+
+# --- displays --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "display, metric, kwargs",
+    [
+        (SmoothReliabilityDisplay, smooth_ece, {"n_bootstrap": 0}),
+        (BinnedReliabilityDisplay, binned_calibration_error, {"n_bins": 10}),
+    ],
+)
+def test_display_draws_one_curve_per_group(display, metric, kwargs):
+    y, p, g, w = binary_data()
+    disp = display.from_predictions(y, p, groups=g, sample_weight=w, **kwargs)
+    assert len(disp.line_) == 3
+    assert disp.group == ["x", "y", "z"]
+    for line, label in zip(disp.line_, ["x", "y", "z"], strict=True):
+        rows = g == label
+        value = metric(y[rows], p[rows], sample_weight=w[rows], **kwargs_of(kwargs))
+        assert line.get_label().startswith(
+            f"group={label} (n={rows.sum()}) ({disp._metric_name} = {value:.3f}"
+        )
+        assert line.axes is disp.ax_
+    colors = {line.get_color() for line in disp.line_}
+    assert len(colors) == 3
+    legend = [t.get_text() for t in disp.ax_.get_legend().get_texts()]
+    assert sum(text.startswith("group=") for text in legend) == 3
+    table = disp.frame(as_frame=False)
+    assert set(table["group"].tolist()) == {"x", "y", "z"}
+    # Each group's rows of the table are its own curve's data.
+    single = display.from_predictions(
+        y[g == "y"], p[g == "y"], sample_weight=w[g == "y"], **kwargs
+    ).frame(as_frame=False)
+    mine = table["group"] == "y"
+    for col in single:
+        np.testing.assert_array_equal(table[col][mine], single[col])
+    plt.close("all")
+
+
+def kwargs_of(kwargs):
+    """Display keywords that are metric keywords too."""
+    return {k: v for k, v in kwargs.items() if k in ("n_bins",)}
+
+
+def test_display_classwise_panels_hold_one_curve_per_group():
+    pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet([1, 1, 1], size=900)
+    y = np.array([rng.choice(3, p=q) for q in P])
+    g = np.where(np.arange(900) < 300, 1, 2)
+    y[(g == 1) & (y == 2)] = 1  # group 1 lacks class 2
+    disp = SmoothReliabilityDisplay.from_predictions(
+        y, P, groups=g, multi_class="classwise", n_bootstrap=0
+    )
+    assert disp.ax_.shape == (3,)
+    assert len(disp.line_) == 6
+    for ax in disp.ax_:
+        assert len([ln for ln in ax.get_lines() if ln.get_label().startswith("group=")])
+    frame = disp.frame()
+    assert frame.groupby(["group", "label"]).ngroups == 6
+    assert frame["group"].dtype == np.int64
+    plt.close("all")
+
+
+def test_display_from_estimator_with_groups():
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = make_classification(n_samples=1200, random_state=0)
+    clf = LogisticRegression().fit(X[:600], y[:600])
+    g = (X[600:, 0] > 0).astype(int)
+    disp = BinnedReliabilityDisplay.from_estimator(clf, X[600:], y[600:], groups=g)
+    assert len(disp.line_) == 2
+    proba = clf.predict_proba(X[600:])[:, 1]
+    ref = binned_calibration_error(y[600:][g == 1], proba[g == 1])
+    assert f"ECE = {ref:.3f}" in disp.line_[1].get_label()
+    plt.close("all")
+
+
+def test_display_small_group_and_bad_groups_are_named():
+    y, p, g, _ = binary_data()
+    with pytest.raises(ValueError, match="groups has"):
+        SmoothReliabilityDisplay.from_predictions(y, p, groups=g[:10])
+    with pytest.raises(ValueError, match="groups must be a 1-D"):
+        BinnedReliabilityDisplay.from_predictions(y, p, groups=7)
+    w = np.ones(y.size)
+    w[g == "z"] = 0
+    with pytest.raises(ValueError, match="group 'z'.*sample_weight"):
+        BinnedReliabilityDisplay.from_predictions(y, p, groups=g, sample_weight=w)
+    plt.close("all")
