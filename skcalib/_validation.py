@@ -285,6 +285,49 @@ def check_sample_weight(
     return w
 
 
+def check_groups(groups, n_samples):
+    """Group labels as an array of shape (n_samples,), their sorted distinct
+    values and each row's index into them.
+
+    Any hashable, mutually comparable labels (numbers, strings, booleans);
+    NaN, None and ``pandas.NA`` are refused, as a row of no group would
+    silently drop out of every group.
+    """
+    if _is_pandas_like(groups):
+        groups = groups.to_numpy()
+    if np.ndim(groups) != 1:
+        raise ValueError(
+            "groups must be a 1-D array-like of shape (n_samples,) with the group "
+            f"of each sample; got {'a scalar' if np.ndim(groups) == 0 else 'shape '}"
+            f"{'' if np.ndim(groups) == 0 else np.shape(groups)}."
+        )
+    groups = np.asarray(groups)
+    if groups.shape[0] != n_samples:
+        raise ValueError(
+            f"groups has {groups.shape[0]} elements but there are {n_samples} samples."
+        )
+    if groups.dtype.kind == "f" and np.any(np.isnan(groups)):
+        raise ValueError("groups contains NaN; every sample needs a group.")
+    if groups.dtype.kind == "O":
+        na = _pandas_na()
+        if any(
+            v is None
+            or (v is na and na is not None)
+            or (isinstance(v, float) and v != v)
+            for v in groups
+        ):
+            raise ValueError(
+                "groups contains None, NA or NaN; every sample needs a group."
+            )
+    try:
+        names, index = np.unique(groups, return_inverse=True)
+    except TypeError:
+        raise TypeError(
+            "groups mixes label types that cannot be compared; use one type."
+        ) from None
+    return groups, names, index.reshape(-1)
+
+
 def check_option(name, value, allowed):
     """``value`` if it is one of the strings ``allowed`` (the rule and message
     of :class:`skcalib._params.StrOptions`)."""

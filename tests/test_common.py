@@ -337,6 +337,47 @@ def test_same_random_state_same_result(name):
     assert not np.array_equal(a, c)
 
 
+# The metrics that take ``groups`` (the curve is drawn per group by the
+# displays instead).
+GROUPED = [n for n in IDS if "groups" in inspect.signature(METRICS[n][0]).parameters]
+
+
+@pytest.mark.parametrize("name", GROUPED)
+def test_groups_split_the_sample(name):
+    y, p = data()
+    g = np.arange(y.size) % 3 == 0
+    kw = {"sample_weight": np.linspace(0.5, 2.0, y.size)} if METRICS[name][2] else {}
+    copies = y.copy(), p.copy(), g.copy()
+    res = call(name, y, p, groups=g, **kw)
+    for before, after in zip(copies, (y, p, g), strict=True):
+        np.testing.assert_array_equal(before, after)
+    parts = res.values if res.details is None else res.details
+    for part, flag in zip(parts, [False, True], strict=True):
+        sub = {k: v[g == flag] for k, v in kw.items()}
+        by_hand = call(name, y[g == flag], p[g == flag], **sub)
+        np.testing.assert_array_equal(number(name, part), number(name, by_hand))
+    # One group is the whole sample.
+    one = call(name, y, p, groups=np.zeros(y.size), **kw)
+    whole = one.values if one.details is None else one.details
+    np.testing.assert_array_equal(
+        number(name, whole[0]), number(name, call(name, y, p, **kw))
+    )
+
+
+@pytest.mark.parametrize("name", GROUPED)
+@pytest.mark.parametrize("bad", ["short", "nan", "2-D", "scalar"])
+def test_bad_groups_are_named(name, bad):
+    y, p = data()
+    groups = {
+        "short": np.zeros(y.size - 1),
+        "nan": np.where(y == 1, 0.0, np.nan),
+        "2-D": np.zeros((y.size, 2)),
+        "scalar": 0,
+    }[bad]
+    with pytest.raises(ValueError, match="groups"):
+        call(name, y, p, groups=groups)
+
+
 @pytest.mark.parametrize(
     "func, kwargs, word",
     [

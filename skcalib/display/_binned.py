@@ -85,6 +85,9 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
     density_ax_ : matplotlib Axes, ndarray of Axes or None
         Histogram panel(s) of the density of the predictions per bin.
     figure_ : matplotlib Figure
+    group : object, list or None
+        The group of each curve when drawn with ``groups=`` (the ``group``
+        column of :meth:`frame`), else ``None``.
 
     See Also
     --------
@@ -276,8 +279,9 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             (the marker: mean prediction and fraction of positives, the bar's
             height), ``weight`` (of the bin), ``share`` (of the total weight:
             the bar's opacity) and ``density`` (the density panel); with
-            several curves, ``curve`` (their index) in front, and ``label``
-            for the classes of a classwise diagram.
+            several curves, ``curve`` (their index) in front, ``group`` for
+            the curves of ``groups=`` and ``label`` for the classes of a
+            classwise diagram.
 
         Examples
         --------
@@ -424,6 +428,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         bar_kwargs=None,
         density_panel=False,
         despine=False,
+        groups=None,
     ):
         """Plot the binned reliability diagram of predicted probabilities.
 
@@ -438,6 +443,13 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, \
 despine
             As in :meth:`plot`.
+        groups : array-like of shape (n_samples,), default=None
+            Group of each sample: draws one curve per group on the same axes
+            (one per group in each panel of a classwise diagram), named
+            ``group=<g> (n=<rows>)`` in the legend with the group's error
+            (``name`` is then not used). The classes of the whole sample are
+            used for every group. :meth:`frame` gets a ``group`` column. Read
+            more in the :ref:`User Guide <groups>`.
 
         Returns
         -------
@@ -458,7 +470,7 @@ despine
         >>> plt.close(disp.figure_)
         """
         return cls._from_predictions(
-            y_true, y_proba, labels=labels, **cls._route(locals())
+            y_true, y_proba, labels=labels, groups=groups, **cls._route(locals())
         )
 
     @classmethod
@@ -483,6 +495,7 @@ despine
         bar_kwargs=None,
         density_panel=False,
         despine=False,
+        groups=None,
     ):
         """Plot the binned reliability diagram of a fitted classifier.
 
@@ -501,6 +514,13 @@ despine
             Legend name; ``None`` uses the estimator's class name.
         ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, despine
             As in :meth:`from_predictions`.
+        groups : array-like of shape (n_samples,), default=None
+            Group of each sample: draws one curve per group on the same axes
+            (one per group in each panel of a classwise diagram), named
+            ``group=<g> (n=<rows>)`` in the legend with the group's error
+            (``name`` is then not used). The classes of the whole sample are
+            used for every group. :meth:`frame` gets a ``group`` column. Read
+            more in the :ref:`User Guide <groups>`.
 
         Returns
         -------
@@ -520,7 +540,9 @@ despine
         'GaussianNB (ECE = 0.0...)'
         >>> plt.close(disp.figure_)
         """
-        return cls._from_estimator(estimator, X, y, **cls._route(locals()))
+        return cls._from_estimator(
+            estimator, X, y, groups=groups, **cls._route(locals())
+        )
 
     @classmethod
     @validate_params(n_bins=N_BINS)

@@ -15,7 +15,12 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._meta import align_proba_columns
-from .._validation import check_calibration_inputs, check_sample_weight, check_target
+from .._validation import (
+    check_calibration_inputs,
+    check_groups,
+    check_sample_weight,
+    check_target,
+)
 
 # matplotlib rejects a property given under two aliases; the user's spelling wins.
 _ALIASES = {
@@ -381,6 +386,8 @@ class ReliabilityDisplayBase:
     _value_field = None
     _metric_name = ""
     _multi_defaults = {"alpha": 0.6, "color": "C0"}
+    # The group of each curve (``groups=`` of ``from_predictions``), or None.
+    group = None
 
     def _records(self):
         n = len(as_list(getattr(self, self._fields[0])))
@@ -471,6 +478,8 @@ class ReliabilityDisplayBase:
         keys = {}
         if n > 1:
             keys["curve"] = list(range(n))
+        if self.group is not None:
+            keys["group"] = as_list(self.group, n)
         labels = as_list(self.class_label, n)
         if labels[0] is not None:
             keys["label"] = labels
@@ -594,12 +603,71 @@ class ReliabilityDisplayBase:
         )
 
     @classmethod
-    def _from_predictions(cls, y_true, y_proba, *, labels, spec, name, plot_kwargs):
+    def _from_predictions(
+        cls, y_true, y_proba, *, labels, spec, name, plot_kwargs, groups=None
+    ):
+        if groups is not None:
+            return cls._from_groups(
+                y_true,
+                y_proba,
+                groups,
+                labels=labels,
+                spec=spec,
+                plot_kwargs=plot_kwargs,
+            )
         records, mc, pos, rng = cls._predictions(y_true, y_proba, labels, spec)
         return cls._assemble(records, mc, pos, name, spec, rng)._plot(**plot_kwargs)
 
     @classmethod
-    def _from_estimator(cls, estimator, X, y, *, spec, name, plot_kwargs):
+    def _from_groups(cls, y_true, y_proba, groups, *, labels, spec, plot_kwargs):
+        """One curve (one per class for a classwise diagram) per group, drawn
+        as the curves of ``from_cv_results`` are, each with its own legend
+        entry ``group=<g> (n=<rows>)``."""
+        data = check_calibration_inputs(
+            y_true,
+            y_proba,
+            sample_weight=spec["sample_weight"],
+            pos_label=spec["pos_label"],
+            labels=labels,
+        )
+        _, names, index = check_groups(groups, data.n_samples)
+        y_true, y_proba = _as_rows(y_true), _as_rows(y_proba)
+        weight = _as_rows(spec["sample_weight"])
+        # The classes and positive class of the whole sample keep the groups'
+        # columns (and panels) aligned when a group lacks some class.
+        pos = data.pos_label if data.kind == "binary" else None
+        records, group_of, names_of, color_of = [], [], [], []
+        for g, label in enumerate(names):
+            rows = np.flatnonzero(index == g)
+            label = label.item() if isinstance(label, np.generic) else label
+            part_spec = {
+                **spec,
+                "sample_weight": None if weight is None else weight[rows],
+                "pos_label": pos,
+            }
+            try:
+                part, mc, pos_label, rng = cls._predictions(
+                    y_true[rows], y_proba[rows], data.classes, part_spec
+                )
+            except ValueError as exc:
+                raise ValueError(
+                    f"the curve of group {label!r} ({rows.shape[0]} samples) cannot "
+                    f"be drawn: {exc}"
+                ) from exc
+            records.extend(part)
+            group_of += [label] * len(part)
+            names_of += [f"group={label} (n={rows.shape[0]})"] * len(part)
+            color_of += [f"C{g % 10}"] * len(part)
+        curve_kwargs = plot_kwargs.get("curve_kwargs")
+        if curve_kwargs is None or isinstance(curve_kwargs, Mapping):
+            # One style per group (the same in every panel), unless given.
+            curve_kwargs = [merge_style({"color": c}, curve_kwargs) for c in color_of]
+        display = cls._assemble(records, mc, pos_label, names_of, spec, rng)
+        display.group = group_of if len(group_of) > 1 else group_of[0]
+        return display._plot(**{**plot_kwargs, "curve_kwargs": curve_kwargs})
+
+    @classmethod
+    def _from_estimator(cls, estimator, X, y, *, spec, name, plot_kwargs, groups=None):
         y = check_features(X, y)
         proba, classes, pos, name = predict_proba_of(
             estimator, X, spec["pos_label"], name
@@ -611,6 +679,7 @@ class ReliabilityDisplayBase:
             spec={**spec, "pos_label": pos},
             name=name,
             plot_kwargs=plot_kwargs,
+            groups=groups,
         )
 
     @classmethod
@@ -626,6 +695,15 @@ class ReliabilityDisplayBase:
             fold, mc, pos, rng = cls._predictions(y_test, proba, classes, fold_spec)
             records.extend(fold)
         return cls._assemble(records, mc, pos, name, spec, rng)._plot(**plot_kwargs)
+
+
+def _as_rows(x):
+    """``x`` as a numpy array indexable by rows (or None)."""
+    if x is None:
+        return None
+    if hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):
+        return x.to_numpy()
+    return np.asarray(x)
 
 
 def display_spec(sample_weight, pos_label, multi_class, opts, init=None):

@@ -174,6 +174,9 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
     density_ax_ : matplotlib Axes, ndarray of Axes or None
         The density panel(s).
     figure_ : matplotlib Figure
+    group : object, list or None
+        The group of each curve when drawn with ``groups=`` (the ``group``
+        column of :meth:`frame`), else ``None``.
 
     See Also
     --------
@@ -402,8 +405,9 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             without one), ``density`` (the density panel and the ribbon's
             width) and ``effective_size`` (samples under the kernel, which
             sets the fade); with several curves, ``curve`` (their index) in
-            front, and ``label`` for the classes of a classwise diagram. Only
-            points inside :attr:`score_range` are listed.
+            front, ``group`` for the curves of ``groups=`` and ``label`` for
+            the classes of a classwise diagram. Only points inside
+            :attr:`score_range` are listed.
 
         Examples
         --------
@@ -715,6 +719,7 @@ density_panel, fade_below, despine
         density_panel=False,
         fade_below=30,
         despine=False,
+        groups=None,
     ):
         """Plot the smooth reliability diagram of predicted probabilities.
 
@@ -751,6 +756,13 @@ random_state, n_jobs
 density_panel, fade_below, despine
             As in :meth:`plot`. Pass the ``ax_`` (and ``density_ax_``) of an
             earlier display to compare several models on one diagram.
+        groups : array-like of shape (n_samples,), default=None
+            Group of each sample: draws one curve per group on the same axes
+            (one per group in each panel of a classwise diagram), named
+            ``group=<g> (n=<rows>)`` in the legend with the group's SmoothECE
+            (``name`` is then not used). The classes of the whole sample are
+            used for every group. :meth:`frame` gets a ``group`` column. Read
+            more in the :ref:`User Guide <groups>`.
 
         Returns
         -------
@@ -774,7 +786,7 @@ density_panel, fade_below, despine
         >>> plt.close(disp.figure_)
         """
         return cls._from_predictions(
-            y_true, y_proba, labels=labels, **cls._route(locals())
+            y_true, y_proba, labels=labels, groups=groups, **cls._route(locals())
         )
 
     @classmethod
@@ -805,6 +817,7 @@ density_panel, fade_below, despine
         density_panel=False,
         fade_below=30,
         despine=False,
+        groups=None,
     ):
         """Plot the smooth reliability diagram of a fitted classifier.
 
@@ -827,6 +840,13 @@ sample_weight
         ax, curve_kwargs, ref_line, ref_line_kw, density_width, density_panel, \
 fade_below, despine
             As in :meth:`from_predictions`.
+        groups : array-like of shape (n_samples,), default=None
+            Group of each sample: draws one curve per group on the same axes
+            (one per group in each panel of a classwise diagram), named
+            ``group=<g> (n=<rows>)`` in the legend with the group's SmoothECE
+            (``name`` is then not used). The classes of the whole sample are
+            used for every group. :meth:`frame` gets a ``group`` column. Read
+            more in the :ref:`User Guide <groups>`.
 
         Returns
         -------
@@ -847,7 +867,9 @@ fade_below, despine
         'LogisticRegression (smECE = 0.0...)\\n95% CI [0.0..., 0.0...]'
         >>> plt.close(disp.figure_)
         """
-        return cls._from_estimator(estimator, X, y, **cls._route(locals()))
+        return cls._from_estimator(
+            estimator, X, y, groups=groups, **cls._route(locals())
+        )
 
     @classmethod
     @validate_params(n_bootstrap=_N_BOOTSTRAP)

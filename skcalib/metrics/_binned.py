@@ -20,12 +20,14 @@ from .._validation import (
     check_option,
 )
 from ._dask import dask_binned_calibration_error
+from ._groups import by_group
 from ._results import BinnedCalibrationResult
 from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["binned_calibration_error"]
 
 
+@by_group
 def binned_calibration_error(
     y_true,
     y_proba,
@@ -40,6 +42,7 @@ def binned_calibration_error(
     pos_label=None,
     labels=None,
     return_details=False,
+    groups=None,
 ):
     """Binned calibration error: ECE (L1), RMSCE (L2) or MCE (max).
 
@@ -123,11 +126,24 @@ def binned_calibration_error(
         value and the bin table (the bin ``edges``, the ``bin`` numbers of
         the non-empty bins and their ``weight``, ``count``, ``mean_label`` and
         ``mean_score``; one table per class for ``"classwise"``).
+    groups : array-like of shape (n_samples,), default=None
+        Group of each sample (numbers, strings or booleans, as scikit-learn's
+        ``groups``). With ``groups`` the error is computed on each group's
+        rows alone, every other argument unchanged (the classes and the
+        positive class are those of the whole sample, so a group lacking some
+        class keeps the columns of the others), and a
+        :class:`GroupedCalibrationResult` is returned. A group too small for
+        the error raises a ``ValueError`` that names it. Read more in the
+        :ref:`User Guide <groups>`.
 
     Returns
     -------
-    error : float or BinnedCalibrationResult
+    error : float, BinnedCalibrationResult or GroupedCalibrationResult
         A :class:`BinnedCalibrationResult` with ``return_details=True``.
+        With ``groups``, a :class:`GroupedCalibrationResult` instead,
+        whatever ``return_details`` (which then keeps each group's
+        :class:`BinnedCalibrationResult` in its ``details``): the per-group
+        breakdown is what was asked for.
 
     References
     ----------

@@ -37,6 +37,7 @@ from .._validation import (
     check_random_generator,
 )
 from ._dask import dask_calibration_error_bound
+from ._groups import by_group
 from ._results import CalibrationBound
 
 __all__ = ["calibration_error_bound"]
@@ -202,6 +203,7 @@ def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
     return {"variation": float(variation), "assume": assume}
 
 
+@by_group
 @validate_params(method=StrOptions(*_METHODS), multi_class=StrOptions(*_MULTI_CLASS))
 def calibration_error_bound(
     y_true,
@@ -221,6 +223,7 @@ def calibration_error_bound(
     n_jobs=None,
     return_details=False,
     verbose=0,
+    groups=None,
 ):
     """Certified bound on the L1 calibration error of a classifier.
 
@@ -300,14 +303,33 @@ def calibration_error_bound(
         Return a :class:`CalibrationBound` instead of the float upper bound.
     verbose : int, default=0
         Report progress (one step per fold) on stderr when positive.
+    groups : array-like of shape (n_samples,), default=None
+        Group of each sample (numbers, strings or booleans, as scikit-learn's
+        ``groups``). With ``groups`` the bound is computed on each group's
+        rows alone, every other argument unchanged (the classes and the
+        positive class are those of the whole sample, so a group lacking some
+        class keeps the columns of the others), and a
+        :class:`GroupedCalibrationResult` is returned. A group too small for
+        the bound raises a ``ValueError`` that names it. Read more in the
+        :ref:`User Guide <groups>`.
+
+        Each group's bound holds with probability ``1 - delta`` on its own
+        (it is the bound of that group's rows called alone). For the bounds
+        of all the groups to hold together, e.g. to say that no group's
+        error exceeds ``worst_value``, pass ``delta=delta / n_groups``
+        (Bonferroni, with ``n_groups = len(np.unique(groups))``).
 
     Returns
     -------
-    upper : float or CalibrationBound
+    upper : float, CalibrationBound or GroupedCalibrationResult
         The certified upper bound. With ``return_details=True``, a
         :class:`CalibrationBound` holding ``upper``, ``lower``, ``estimate``,
         the additive ``terms``, ``per_fold`` details, the ``vacuous`` flag and
         the tuning parameters used.
+        With ``groups``, a :class:`GroupedCalibrationResult` instead,
+        whatever ``return_details`` (which then keeps each group's
+        :class:`CalibrationBound` in its ``details``): the per-group breakdown
+        is what was asked for.
 
     Notes
     -----
@@ -375,7 +397,7 @@ def calibration_error_bound(
     if n < 2 * n_splits:
         raise ValueError(
             f"n_samples={n} is too small for n_splits={n_splits}: every fold needs "
-            "at least 2 samples (n_samples >= 2 * n_splits)."
+            f"at least 2 samples (n_samples >= 2 * n_splits = {2 * n_splits})."
         )
     rng = check_random_generator(random_state)
 

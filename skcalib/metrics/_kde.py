@@ -16,6 +16,7 @@ from .._validation import (
     check_kde_options,
     check_random_generator,
 )
+from ._groups import by_group
 from ._results import KDECalibrationResult
 from ._scorer import CalibrationScorer, register_scorer
 
@@ -92,6 +93,7 @@ def _sampling_standard_error(w, terms, value, n_pool, weight):
     return float(np.sqrt(var) / mean_w)
 
 
+@by_group
 def kde_calibration_error(
     y_true,
     y_proba,
@@ -110,6 +112,7 @@ def kde_calibration_error(
     random_state=None,
     return_details=False,
     verbose=0,
+    groups=None,
 ):
     """Kernel (ECE-KDE) estimate of the L_p calibration error.
 
@@ -203,11 +206,24 @@ def kde_calibration_error(
     verbose : int, default=0
         Report progress (bandwidth selection and estimate, per class for
         ``"classwise"``) on stderr when positive.
+    groups : array-like of shape (n_samples,), default=None
+        Group of each sample (numbers, strings or booleans, as scikit-learn's
+        ``groups``). With ``groups`` the estimate is computed on each group's
+        rows alone, every other argument unchanged (the classes and the
+        positive class are those of the whole sample, so a group lacking some
+        class keeps the columns of the others), and a
+        :class:`GroupedCalibrationResult` is returned. A group too small for
+        the estimate raises a ``ValueError`` that names it. Read more in the
+        :ref:`User Guide <groups>`.
 
     Returns
     -------
-    float or KDECalibrationResult
+    float, KDECalibrationResult or GroupedCalibrationResult
         ``CE_p^p`` (or ``CE_p`` with ``root=True``).
+        With ``groups``, a :class:`GroupedCalibrationResult` instead,
+        whatever ``return_details`` (which then keeps each group's
+        :class:`KDECalibrationResult` in its ``details``): the per-group
+        breakdown is what was asked for.
 
     Notes
     -----

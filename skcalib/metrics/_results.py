@@ -9,6 +9,7 @@ import numpy as np
 __all__ = [
     "BinnedCalibrationResult",
     "CalibrationBound",
+    "GroupedCalibrationResult",
     "KDECalibrationResult",
     "SmoothCalibrationCurve",
     "SmoothECEResult",
@@ -447,5 +448,133 @@ class BinnedCalibrationResult:
                 ("multi_class", self.multi_class),
                 ("n_samples", self.n_samples),
                 ("n_classes", _n_per_class(self.class_values)),
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class GroupedCalibrationResult:
+    """A metric evaluated on each group of samples (the ``groups=`` argument).
+
+    Every metric of :mod:`skcalib.metrics` is a loss, so the worst group is
+    the one of the largest value.
+
+    Attributes
+    ----------
+    metric : str
+        Name of the metric function.
+    groups : ndarray of shape (n_groups,)
+        The distinct group labels, sorted; every per-group array follows
+        this order.
+    values : ndarray of shape (n_groups,)
+        The metric of each group: what the metric returns on that group's
+        rows alone (the ``upper`` bound of :func:`calibration_error_bound`).
+    counts : ndarray of shape (n_groups,)
+        Number of rows of each group.
+    weights : ndarray of shape (n_groups,)
+        Total ``sample_weight`` of each group (``counts`` without weights).
+    details : tuple or None
+        With ``return_details=True``, each group's result object (e.g.
+        :class:`SmoothECEResult`), in the order of ``groups``.
+    worst_group : object
+        The group of the largest value (the first such in sorted order).
+    worst_value : float
+        Its value, ``values.max()``.
+    n_groups : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.metrics import smooth_ece
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=4000)
+    >>> group = np.where(rng.uniform(size=4000) < 0.5, "a", "b")
+    >>> # calibrated in group "a", over-confident in group "b"
+    >>> truth = np.where(group == "a", p, 0.5 + 0.5 * (p - 0.5))
+    >>> y = rng.uniform(size=4000) < truth
+    >>> res = smooth_ece(y, p, groups=group)
+    >>> res
+    GroupedCalibrationResult(metric='smooth_ece', n_groups=2, worst_group='b',
+                             worst_value=0.108, n_samples=4000)
+    >>> res.groups, res.counts
+    (array(['a', 'b'], dtype='<U1'), array([1978, 2022]))
+    >>> res.frame()
+      group     value  count  weight
+    0     a  0.021722   1978  1978.0
+    1     b  0.107987   2022  2022.0
+    >>> rows = group == "b"
+    >>> bool(res.values[1] == smooth_ece(y[rows], p[rows]))
+    True
+    """
+
+    metric: str
+    groups: np.ndarray
+    values: np.ndarray
+    counts: np.ndarray
+    weights: np.ndarray
+    details: tuple | None = None
+
+    @property
+    def n_groups(self):
+        return int(self.groups.shape[0])
+
+    @property
+    def worst_group(self):
+        worst = self.groups[int(np.argmax(self.values))]
+        return worst.item() if isinstance(worst, np.generic) else worst
+
+    @property
+    def worst_value(self):
+        return float(np.max(self.values))
+
+    def frame(self, *, as_frame=True):
+        """The per-group values as a table, one row per group.
+
+        Parameters
+        ----------
+        as_frame : bool, default=True
+            Return a :class:`pandas.DataFrame` (pandas is then required);
+            ``False`` returns a dict of numpy arrays.
+
+        Returns
+        -------
+        table : DataFrame or dict of ndarray
+            Columns ``group``, ``value``, ``count`` and ``weight``, in sorted
+            group order.
+        """
+        if not isinstance(as_frame, (bool, np.bool_)):
+            raise TypeError(
+                f"as_frame must be a bool (True or False); got {as_frame!r}."
+            )
+        columns = {
+            "group": self.groups,
+            "value": self.values,
+            "count": self.counts,
+            "weight": self.weights,
+        }
+        if not as_frame:
+            return {k: np.asarray(v) for k, v in columns.items()}
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError(
+                "frame() returns a pandas DataFrame and needs pandas (pip install "
+                "pandas); frame(as_frame=False) returns a dict of numpy arrays."
+            ) from exc
+        return pd.DataFrame(columns)
+
+    def __repr__(self):
+        worst = self.worst_group
+        return _summary(
+            "GroupedCalibrationResult",
+            [
+                ("metric", self.metric),
+                ("n_groups", self.n_groups),
+                (
+                    "worst_group",
+                    worst if isinstance(worst, (int, float, str)) else str(worst),
+                ),
+                ("worst_value", self.worst_value),
+                ("n_samples", int(self.counts.sum())),
             ],
         )

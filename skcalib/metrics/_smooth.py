@@ -26,6 +26,7 @@ from .._validation import (
     check_sigma,
 )
 from ._dask import dask_smooth_calibration_curve, dask_smooth_ece
+from ._groups import by_group
 from ._results import SmoothCalibrationCurve, SmoothECEResult
 from ._scorer import CalibrationScorer, register_scorer
 
@@ -48,6 +49,7 @@ def _prepare(
     return data, binary_tasks(data, multi_class), geometry, sigma
 
 
+@by_group
 def smooth_ece(
     y_true,
     y_proba,
@@ -59,6 +61,7 @@ def smooth_ece(
     pos_label=None,
     labels=None,
     return_details=False,
+    groups=None,
 ):
     """Smooth expected calibration error (SmoothECE).
 
@@ -114,13 +117,26 @@ def smooth_ece(
     return_details : bool, default=False
         Return a :class:`SmoothECEResult` (the value, the bandwidth used, the
         per-class values) instead of the float.
+    groups : array-like of shape (n_samples,), default=None
+        Group of each sample (numbers, strings or booleans, as scikit-learn's
+        ``groups``). With ``groups`` the SmoothECE is computed on each group's
+        rows alone, every other argument unchanged (the classes and the
+        positive class are those of the whole sample, so a group lacking some
+        class keeps the columns of the others), and a
+        :class:`GroupedCalibrationResult` is returned. A group too small for
+        the SmoothECE raises a ``ValueError`` that names it. Read more in the
+        :ref:`User Guide <groups>`.
 
     Returns
     -------
-    smece : float or SmoothECEResult
+    smece : float, SmoothECEResult or GroupedCalibrationResult
         In [0, 1]; exactly 0 when the residual ``sum w (y - s)`` vanishes at
         every grid point (e.g. ``y == s`` for every row). A
         :class:`SmoothECEResult` with ``return_details=True``.
+        With ``groups``, a :class:`GroupedCalibrationResult` instead,
+        whatever ``return_details`` (which then keeps each group's
+        :class:`SmoothECEResult` in its ``details``): the per-group breakdown
+        is what was asked for.
 
     Notes
     -----
