@@ -291,19 +291,25 @@ def node_coordinates(stats):
     return (np.cumsum(W) - 0.5 * W) / total if total > 0 else np.zeros_like(W)
 
 
-def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9):
+def correction_kernel(F, h):
+    """Gaussian kernel ``exp(-(F_k - F_j)^2 / (2 h^2))`` between node coordinates."""
+    return np.exp(np.square(F[:, None] - F[None, :]) * (-0.5 / (h * h)))
+
+
+def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9, kern=None):
     """Local-likelihood log-odds offsets ``alpha`` at the nodes ``u``.
 
     ``alpha_k`` solves ``sum_j K_kj (W1_j - W_j expit(u_j + alpha_k)) +
     prior (expit(u_k) - expit(u_k + alpha_k)) = 0`` with the Gaussian kernel
     ``K_kj = exp(-(F_k - F_j)^2 / (2 h^2))`` in the coordinates ``F`` of
     :func:`node_coordinates` (its peak is 1, so ``prior`` is a weight in the
-    units of ``W``). Each equation is the score of a concave one-parameter
-    likelihood; Newton's method from ``init`` (default 0) with steps capped
-    at 4, until no offset moves by more than ``tol``. Offsets are kept in
-    ``[-30, 30]``: a node whose data all carry one label (and no prior)
-    would drift towards an infinite offset, and stopping it at the bound
-    rather than wherever its probability stops changing keeps the fit
+    units of ``W``; ``kern``, if given, is that matrix, from
+    :func:`correction_kernel`). Each equation is the score of a concave
+    one-parameter likelihood; Newton's method from ``init`` (default 0) with
+    steps capped at 4, until no offset moves by more than ``tol``. Offsets
+    are kept in ``[-30, 30]``: a node whose data all carry one label (and no
+    prior) would drift towards an infinite offset, and stopping it at the
+    bound rather than wherever its probability stops changing keeps the fit
     independent of the path (sample order, warm starts), which matters
     because ``alpha`` is interpolated between nodes. ``h = inf`` returns
     zeros, ``h = MONOTONE`` (0) the isotonic fit of :func:`fit_monotone`.
@@ -313,14 +319,22 @@ def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9):
     if h == MONOTONE:
         return fit_monotone(u, stats, prior)
     W1, W = stats
-    F = node_coordinates(stats)
-    kern = np.exp(-0.5 * np.square((F[:, None] - F[None, :]) / h))
+    if kern is None:
+        kern = correction_kernel(node_coordinates(stats), h)
     kw1 = kern @ W1
     kw = kern * W[None, :]
     base = expit(u)
     alpha = np.zeros_like(u) if init is None else init.copy()
+    # expit(u_j + alpha_k) = 1 / (1 + e^-u_j e^-alpha_k): one exponential per
+    # node and per offset instead of one per pair (|alpha| <= 30 keeps
+    # e^-alpha finite and positive, so an overflow of e^-u_j gives 0).
+    with np.errstate(over="ignore"):
+        neg_exp_u = np.exp(-u)
+    P = np.empty_like(kw)
     for _ in range(max_iter):
-        P = expit(u[None, :] + alpha[:, None])
+        np.multiply.outer(np.exp(-alpha), neg_exp_u, out=P)
+        P += 1.0
+        np.reciprocal(P, out=P)
         own = expit(u + alpha)
         grad = kw1 - np.einsum("kj,kj->k", kw, P) + prior * (base - own)
         P *= 1.0 - P
