@@ -39,6 +39,7 @@ MODULES = [
     "bench_kde_ece",
     "bench_perturbation",
     "bench_bounds_speed",
+    "bench_recalibration_speed",
 ]
 
 

@@ -291,47 +291,122 @@ def node_coordinates(stats):
     return (np.cumsum(W) - 0.5 * W) / total if total > 0 else np.zeros_like(W)
 
 
-def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9):
+def correction_kernel(F, h):
+    """Gaussian kernels ``exp(-(F_k - F_j)^2 / (2 h^2))`` between node coordinates.
+
+    ``F`` of shape ``(m,)`` or ``(B, m)`` (one matrix per row).
+    """
+    F = np.asarray(F)
+    return np.exp(np.square(F[..., :, None] - F[..., None, :]) * (-0.5 / (h * h)))
+
+
+def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9, kern=None):
     """Local-likelihood log-odds offsets ``alpha`` at the nodes ``u``.
 
     ``alpha_k`` solves ``sum_j K_kj (W1_j - W_j expit(u_j + alpha_k)) +
     prior (expit(u_k) - expit(u_k + alpha_k)) = 0`` with the Gaussian kernel
     ``K_kj = exp(-(F_k - F_j)^2 / (2 h^2))`` in the coordinates ``F`` of
     :func:`node_coordinates` (its peak is 1, so ``prior`` is a weight in the
-    units of ``W``). Each equation is the score of a concave one-parameter
-    likelihood; Newton's method from ``init`` (default 0) with steps capped
-    at 4, until no offset moves by more than ``tol``. Offsets are kept in
-    ``[-30, 30]``: a node whose data all carry one label (and no prior)
-    would drift towards an infinite offset, and stopping it at the bound
-    rather than wherever its probability stops changing keeps the fit
+    units of ``W``; ``kern``, if given, is that matrix, from
+    :func:`correction_kernel`). Each equation is the score of a concave
+    one-parameter likelihood; Newton's method from ``init`` (default 0) with
+    steps capped at 4, until the offset moves by less than ``tol``. Offsets
+    are kept in ``[-30, 30]``: a node whose data all carry one label (and no
+    prior) would drift towards an infinite offset, and stopping it at the
+    bound rather than wherever its probability stops changing keeps the fit
     independent of the path (sample order, warm starts), which matters
     because ``alpha`` is interpolated between nodes. ``h = inf`` returns
     zeros, ``h = MONOTONE`` (0) the isotonic fit of :func:`fit_monotone`.
     """
+    return fit_corrections(
+        u[None],
+        np.asarray(stats)[None],
+        h,
+        prior,
+        init=None if init is None else init[None],
+        max_iter=max_iter,
+        tol=tol,
+        kern=None if kern is None else kern[None],
+    )[0]
+
+
+_BLOCK_ROWS = 256
+
+
+def _newton_step(a, kw, eu, kw1, u, base, prior):
+    """One Newton step of :func:`fit_corrections` on a block of rows."""
+    P = np.multiply(np.exp(-a)[:, None], eu)
+    P += 1.0
+    np.reciprocal(P, out=P)
+    own = expit(u + a)
+    grad = kw1 - np.einsum("kj,kj->k", kw, P) + prior * (base - own)
+    P *= 1.0 - P
+    curv = np.einsum("kj,kj->k", kw, P) + prior * own * (1.0 - own)
+    step = np.clip(grad / np.maximum(curv, 1e-300), -4.0, 4.0)
+    return np.clip(a + step, -_ALPHA_LIMIT, _ALPHA_LIMIT)
+
+
+def fit_corrections(
+    U, stats, h, prior, *, init=None, max_iter=100, tol=1e-9, kern=None
+):
+    """:func:`fit_correction` of ``B`` problems at once.
+
+    ``U`` of shape ``(B, m)``, ``stats`` ``(B, 2, m)``, ``init`` ``(B, m)``
+    and ``kern`` ``(B, m, m)``; returns the offsets, shape ``(B, m)``.
+    """
+    U = np.asarray(U, dtype=np.float64)
     if not np.isfinite(h):
-        return np.zeros_like(u)
+        return np.zeros_like(U)
     if h == MONOTONE:
-        return fit_monotone(u, stats, prior)
-    W1, W = stats
-    F = node_coordinates(stats)
-    kern = np.exp(-0.5 * np.square((F[:, None] - F[None, :]) / h))
-    kw1 = kern @ W1
-    kw = kern * W[None, :]
+        return np.array(
+            [fit_monotone(u, st, prior) for u, st in zip(U, stats, strict=True)]
+        )
+    B, m = U.shape
+    W1, W = stats[:, 0], stats[:, 1]
+    if kern is None:
+        kern = correction_kernel(np.array([node_coordinates(st) for st in stats]), h)
+    # Every offset solves its own one-parameter equation: the B m equations
+    # are rows of one Newton iteration, and a row leaves it once converged
+    # (its next steps would be below round-off, Newton converging
+    # quadratically), so that the work follows the rows still moving.
+    kw1 = np.matmul(kern, W1[:, :, None])[:, :, 0].reshape(-1)
+    kw = (kern * W[:, None, :]).reshape(B * m, m)
+    u = U.reshape(-1)
     base = expit(u)
-    alpha = np.zeros_like(u) if init is None else init.copy()
+    # expit(u_j + alpha_k) = 1 / (1 + e^-u_j e^-alpha_k): one exponential per
+    # node and per offset instead of one per pair (|alpha| <= 30 keeps
+    # e^-alpha finite and positive, so an overflow of e^-u_j gives 0).
+    with np.errstate(over="ignore"):
+        eu = np.repeat(np.exp(-U), m, axis=0)
+    alpha = np.zeros(B * m) if init is None else np.array(init, dtype=np.float64)
+    alpha = alpha.reshape(-1)
+    rows = np.arange(B * m)
+    frozen = np.zeros(B * m, dtype=bool)
+    a = alpha.copy()
     for _ in range(max_iter):
-        P = expit(u[None, :] + alpha[:, None])
-        own = expit(u + alpha)
-        grad = kw1 - np.einsum("kj,kj->k", kw, P) + prior * (base - own)
-        P *= 1.0 - P
-        curv = np.einsum("kj,kj->k", kw, P) + prior * own * (1.0 - own)
-        step = np.clip(grad / np.maximum(curv, 1e-300), -4.0, 4.0)
-        new = np.clip(alpha + step, -_ALPHA_LIMIT, _ALPHA_LIMIT)
-        moved = np.max(np.abs(new - alpha))
-        alpha = new
-        if moved < tol:
+        new = np.empty_like(a)
+        # Blocks of rows small enough for the cache (the work is a few
+        # passes over each row).
+        for lo in range(0, a.shape[0], _BLOCK_ROWS):
+            sl = slice(lo, lo + _BLOCK_ROWS)
+            new[sl] = _newton_step(
+                a[sl], kw[sl], eu[sl], kw1[sl], u[sl], base[sl], prior
+            )
+        done = (np.abs(new - a) < tol) & ~frozen
+        a = new
+        alpha[rows[done]] = a[done]
+        frozen |= done
+        if frozen.all():
             break
-    return alpha
+        # Converged rows keep being stepped (and ignored) until they are half
+        # of the block: dropping them costs a copy of the rest.
+        if 2 * np.count_nonzero(frozen) > frozen.shape[0]:
+            keep = ~frozen
+            rows, a, kw, eu = rows[keep], a[keep], kw[keep], eu[keep]
+            kw1, u, base, frozen = kw1[keep], u[keep], base[keep], frozen[keep]
+    else:
+        alpha[rows[~frozen]] = a[~frozen]
+    return alpha.reshape(B, m)
 
 
 def pool_adjacent_violators(mean, weight):
@@ -618,28 +693,43 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
     scores = None
     if len(candidates) > 1 and z.shape[0] >= 2 * N_FOLDS:
         losses = {c: [] for c in candidates}
-        weights = []
         repeats = _n_repeats(z.shape[0])
         mix = uniform_mix(float(w.sum()) * (N_FOLDS - 1) / N_FOLDS)
+        # Node statistics of every (repeat, fold), and the base of every
+        # (repeat, fold, base): the corrections of one bandwidth are then
+        # fitted together, warm-started from the previous bandwidth's.
+        held = []
         for r in range(repeats):
             folds = stratified_folds(y.astype(np.intp), seed=r)
-            fold_stats = np.stack(
+            held.append(
                 [
                     bin_to_nodes(z[folds == f], y[folds == f], w[folds == f], nodes)
                     for f in range(N_FOLDS)
                 ]
             )
-            total = fold_stats.sum(axis=0)
-            for f in range(N_FOLDS):
-                train = total - fold_stats[f]
-                weights.append(_node_log_loss(nodes, fold_stats[f], eps)[1])
-                for bs in bases:
-                    u, _ = _fit_base(nodes, train, bs)
-                    alpha = None
-                    for h in hs:
-                        alpha = fit_correction(u, train, h, prior, init=alpha)
-                        held_out = _node_log_loss(u + alpha, fold_stats[f], eps, mix)
-                        losses[(bs, h)].append(held_out[0])
+        held = np.array(held).reshape(repeats * N_FOLDS, 2, -1)
+        total = held.reshape(repeats, N_FOLDS, 2, -1).sum(axis=1)
+        train = np.repeat(total, N_FOLDS, axis=0) - held
+        weights = [_node_log_loss(nodes, st, eps)[1] for st in held]
+        U = np.array([[_fit_base(nodes, st, bs)[0] for bs in bases] for st in train])
+        U = U.reshape(-1, nodes.shape[0])
+        per_fold = len(bases)
+        train_b = np.repeat(train, per_fold, axis=0)
+        squared = None
+        alpha = None
+        for h in hs:
+            kern = None
+            if np.isfinite(h) and h != MONOTONE:
+                if squared is None:
+                    F = np.array([node_coordinates(st) for st in train])
+                    squared = np.square(F[:, :, None] - F[:, None, :])
+                kern = np.repeat(np.exp(squared * (-0.5 / (h * h))), per_fold, axis=0)
+            alpha = fit_corrections(U, train_b, h, prior, init=alpha, kern=kern)
+            for i in range(U.shape[0]):
+                held_out = _node_log_loss(
+                    U[i] + alpha[i], held[i // per_fold], eps, mix
+                )
+                losses[(bases[i % per_fold], h)].append(held_out[0])
         (base, h), scores = _choose(candidates, losses, weights, w)
     else:
         base, h = candidates[0]
@@ -748,11 +838,24 @@ class _ClassStatistics:
 
     def fit(self, h, prior, init=None):
         """The map at bandwidth ``h`` (corrections warm-started from ``init``)."""
-        init = init or [None] * len(self.nodes)
-        alphas = [
-            fit_correction(nodes, stats, h, prior, init=a0)
-            for nodes, stats, a0 in zip(self.nodes, self.stats, init, strict=True)
-        ]
+        # Classes have their own nodes: batched only when their counts agree.
+        sizes = {nodes.shape[0] for nodes in self.nodes}
+        if len(sizes) == 1:
+            alphas = list(
+                fit_corrections(
+                    np.array(self.nodes),
+                    np.array(self.stats),
+                    h,
+                    prior,
+                    init=None if init is None else np.array(init),
+                )
+            )
+        else:
+            init = init or [None] * len(self.nodes)
+            alphas = [
+                fit_correction(nodes, stats, h, prior, init=a0)
+                for nodes, stats, a0 in zip(self.nodes, self.stats, init, strict=True)
+            ]
         corrections = tuple(
             LogitMap(nodes, a, h, clip=False)
             for nodes, a in zip(self.nodes, alphas, strict=True)
