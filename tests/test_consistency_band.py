@@ -303,5 +303,6 @@ def test_band_is_distinct_from_the_bootstrap_band():
 )
 def test_bad_parameters_are_named(cls, kwargs, name):
     y, s = _calibrated(100, 0)
-    with pytest.raises((TypeError, ValueError), match=name):
+    with pytest.raises((TypeError, ValueError), match=name) as err:
         cls.from_predictions(y, s, **kwargs)
+    assert "unexpected keyword" not in str(err.value)
