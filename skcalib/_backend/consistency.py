@@ -29,15 +29,18 @@ from .grid import FINE_M, bin_positions, coarsen
 __all__ = [
     "BinaryDraw",
     "BinnedECEStatistic",
+    "BinnedMeanBatch",
     "ClassDraw",
     "ExceedBatch",
     "FunctionStatistic",
     "SKCEBatch",
+    "SmoothCurveBatch",
     "SmoothECEStatistic",
     "ValueBatch",
     "consistency_pvalue",
     "draw_binary_labels",
     "draw_class_labels",
+    "pointwise_band",
     "run_batches",
 ]
 
@@ -266,3 +269,63 @@ class SKCEBatch:
     def __call__(self, rngs):
         R = np.column_stack([draw_binary_labels(r, self.s) - self.s for r in rngs])
         return skce_quadratic_many(self.s, self.w, R, self.bandwidth)
+
+
+class SmoothCurveBatch:
+    """Reliability curves of labels drawn from the scores, at a fixed
+    bandwidth on a fixed grid of ``M`` cells: the consistency band of a
+    smooth reliability diagram.
+
+    The draws and the grid statistics are those of
+    :class:`SmoothECEStatistic`; the curve is :func:`smece.smooth_curve` of
+    the fine grid coarsened to the observed curve's grid.
+    """
+
+    def __init__(self, s, w, geometry, sigma, M):
+        self.stat = SmoothECEStatistic(s, w, geometry, sigma)
+        self.M = M
+
+    def __call__(self, rngs):
+        stat = self.stat
+        out = np.empty((len(rngs), self.M + 1))
+        for i, rng in enumerate(rngs):
+            fine = stat.grid_statistics(stat.draw(rng))
+            out[i] = _sm.smooth_curve(coarsen(fine, self.M), stat.sigma, stat.geometry)[
+                1
+            ]
+        return out
+
+
+class BinnedMeanBatch:
+    """Weighted mean labels in fixed bins of labels drawn from the scores:
+    the consistency band of a binned reliability diagram. ``bins`` are the
+    bins reported (the non-empty ones); the bin of every score and
+    ``sum w`` per bin are those of :class:`BinnedECEStatistic`."""
+
+    def __init__(self, s, w, edges, bins):
+        self.s = s
+        self.stat = BinnedECEStatistic(s, w, edges)
+        self.bins = np.asarray(bins, dtype=np.intp)
+
+    def __call__(self, rngs):
+        stat = self.stat
+        out = np.empty((len(rngs), self.bins.shape[0]))
+        sw = stat.sw[self.bins]
+        for i, rng in enumerate(rngs):
+            y = draw_binary_labels(rng, self.s)
+            swy = np.bincount(stat.b, weights=stat.w * y, minlength=stat.n_bins)
+            out[i] = swy[self.bins] / sw
+        return out
+
+
+def pointwise_band(curves, confidence_level):
+    """Pointwise ``(1 -/+ confidence_level) / 2`` quantiles of resampled
+    curves (rows); NaN where the curves are (no data nearby)."""
+    q = [(1.0 - confidence_level) / 2.0, (1.0 + confidence_level) / 2.0]
+    curves = np.asarray(curves, dtype=np.float64)
+    lo = np.full(curves.shape[1], np.nan)
+    hi = np.full(curves.shape[1], np.nan)
+    ok = ~np.all(np.isnan(curves), axis=0)
+    if np.any(ok):
+        lo[ok], hi[ok] = np.nanquantile(curves[:, ok], q, axis=0)
+    return lo, hi

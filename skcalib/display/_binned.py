@@ -6,10 +6,24 @@ import numbers
 
 import numpy as np
 
-from .._params import MAX_BINS, AnyOf, Interval, StrOptions, validate_params
+from .._backend.consistency import BinnedMeanBatch
+from .._params import (
+    MAX_BINS,
+    AnyOf,
+    Interval,
+    StrOptions,
+    check_param,
+    validate_params,
+)
+from .._validation import binary_tasks
 from ..metrics import binned_calibration_error
 from ._plotting import (
+    CONSISTENCY_LABEL,
+    CONSISTENCY_STYLE,
     ReliabilityDisplayBase,
+    check_consistency,
+    consistency_bands,
+    consistency_label,
     merge_style,
     stack_curves,
     to_table,
@@ -60,6 +74,13 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         Position of each non-empty bin among the bins.
     error : float or list of float, default=None
         Binned calibration error, shown in the legend.
+    consistency_low, consistency_high : ndarray or list of ndarray, \
+default=None
+        Consistency band of ``mean_label`` per bin: where the fraction of
+        positives of a calibrated model with these scores would fall (see
+        ``consistency_band`` in :meth:`from_predictions`).
+    confidence_level : float or list of float, default=None
+        Level of the consistency band.
     norm : {"l1", "l2", "max"}, default="l1"
         Norm of ``error``: ECE, RMSCE or MCE in the legend.
     class_label : object or list, default=None
@@ -80,6 +101,8 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         Markers at (mean prediction, fraction of positives).
     bars_ : matplotlib BarContainer or list of BarContainer
         The bins.
+    consistency_band_ : matplotlib BarContainer or list
+        The consistency bands (``None`` without one).
     ref_line_ : matplotlib Line2D or None
     ax_ : matplotlib Axes or ndarray of Axes
     density_ax_ : matplotlib Axes, ndarray of Axes or None
@@ -114,10 +137,22 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         "bin_edges",
         "bin_index",
         "error",
+        "consistency_low",
+        "consistency_high",
+        "confidence_level",
     )
     _value_field = "error"
     _density_label = "Density"
-    _opt_keys = ("n_bins", "strategy", "norm")
+    _opt_keys = (
+        "n_bins",
+        "strategy",
+        "norm",
+        "consistency_band",
+        "n_consistency",
+        "confidence_level",
+        "random_state",
+        "n_jobs",
+    )
     _init_keys = ("norm",)
     _plot_keys = (
         "ax",
@@ -138,6 +173,9 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         bin_edges,
         bin_index,
         error=None,
+        consistency_low=None,
+        consistency_high=None,
+        confidence_level=None,
         norm="l1",
         class_label=None,
         multi_class=None,
@@ -151,6 +189,9 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         self.bin_edges = bin_edges
         self.bin_index = bin_index
         self.error = error
+        self.consistency_low = consistency_low
+        self.consistency_high = consistency_high
+        self.confidence_level = confidence_level
         self.norm = norm
         self.class_label = class_label
         self.multi_class = multi_class
@@ -250,6 +291,14 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             left[narrow] = np.clip(centre - MIN_BAR_WIDTH / 2, lo, hi - MIN_BAR_WIDTH)
             width = np.where(narrow, MIN_BAR_WIDTH, width)
         share = weight / weight.sum() if weight.size else weight
+        band = {}
+        for key in ("consistency_low", "consistency_high"):
+            value = r[key]
+            band[key] = (
+                np.full(idx.shape, np.nan)
+                if value is None
+                else np.asarray(value, dtype=float)
+            )
         return {
             "bin": idx,
             "bin_left": left,
@@ -259,6 +308,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             "weight": weight,
             "share": share,
             "density": share / width,
+            **band,
         }
 
     @validate_params()
@@ -278,10 +328,11 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             ``bin_right`` (the bar as drawn), ``mean_score`` and ``mean_label``
             (the marker: mean prediction and fraction of positives, the bar's
             height), ``weight`` (of the bin), ``share`` (of the total weight:
-            the bar's opacity) and ``density`` (the density panel); with
-            several curves, ``curve`` (their index) in front, ``group`` for
-            the curves of ``groups=`` and ``label`` for the classes of a
-            classwise diagram.
+            the bar's opacity), ``density`` (the density panel) and
+            ``consistency_low`` and ``consistency_high`` (the consistency
+            band, NaN without one); with several curves, ``curve`` (their
+            index) in front, ``group`` for the curves of ``groups=`` and
+            ``label`` for the classes of a classwise diagram.
 
         Examples
         --------
@@ -326,6 +377,19 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             "zorder": line.get_zorder() - 1,
         }
         bars = ax.bar(left, r["mean_label"], width, **merge_style(defaults, bar_kwargs))
+        consistency = None
+        if r["consistency_low"] is not None:
+            lo, hi = b["consistency_low"], b["consistency_high"]
+            consistency = ax.bar(
+                left,
+                hi - lo,
+                width,
+                bottom=lo,
+                align="edge",
+                zorder=line.get_zorder() - 0.5,
+                label=consistency_label(ax, r["confidence_level"]),
+                **CONSISTENCY_STYLE,
+            )
         if dax is not None:
             dax.bar(
                 left,
@@ -336,10 +400,17 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
                 edgecolor=(*rgb, 0.8 * fade),
                 linewidth=0.6,
             )
-        return line, bars
+        return line, (bars, consistency)
 
     def _set_extras(self, extras):
-        self.bars_ = extras
+        if isinstance(extras, list):
+            self.bars_ = [e[0] for e in extras]
+            self.consistency_band_ = [e[1] for e in extras]
+        else:
+            self.bars_, self.consistency_band_ = extras
+
+    def _is_note(self, label):
+        return label.endswith(CONSISTENCY_LABEL)
 
     @staticmethod
     def _compute(
@@ -355,7 +426,16 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         n_bins,
         strategy,
         norm,
+        consistency_band,
+        n_consistency,
+        confidence_level,
+        random_state,
+        n_jobs,
     ):
+        consistency_band, n_consistency = check_consistency(
+            consistency_band, n_consistency
+        )
+        confidence_level = check_param("confidence_level", confidence_level)
         res = binned_calibration_error(
             y_true,
             y_proba,
@@ -404,7 +484,23 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
             "error",
             "class_label",
         )
-        return [dict(zip(keys, panel, strict=True)) for panel in panels]
+        records = [dict(zip(keys, panel, strict=True)) for panel in panels]
+        for r in records:
+            r["consistency_low"] = r["consistency_high"] = None
+            r["confidence_level"] = None
+        if consistency_band:
+            tasks = binary_tasks(data, multi_class)
+            batches = [
+                BinnedMeanBatch(s, w, np.asarray(r["bin_edges"]), r["bin_index"])
+                for r, (_, s, w) in zip(records, tasks, strict=True)
+            ]
+            bands = consistency_bands(
+                batches, n_consistency, confidence_level, random_state, n_jobs
+            )
+            for r, (lo, hi) in zip(records, bands, strict=True):
+                r["consistency_low"], r["consistency_high"] = lo, hi
+                r["confidence_level"] = confidence_level
+        return records
 
     @classmethod
     @validate_params(n_bins=N_BINS)
@@ -420,6 +516,11 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         sample_weight=None,
         pos_label=None,
         labels=None,
+        consistency_band=False,
+        n_consistency=200,
+        confidence_level=0.95,
+        random_state=None,
+        n_jobs=None,
         name="Classifier",
         ax=None,
         curve_kwargs=None,
@@ -439,6 +540,23 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         n_bins, strategy, norm, multi_class, sample_weight, pos_label, labels
             As in :func:`skcalib.metrics.binned_calibration_error`.
             ``multi_class="classwise"`` draws one panel per class.
+        consistency_band : bool, default=False
+            Draw the consistency band: where the bin means of a *calibrated*
+            model with these scores would fall. Labels are drawn from the
+            predictions (``y* ~ Bernoulli(s_i)``; top-label: a class drawn
+            from each probability row), the fraction of positives of every
+            bin is recomputed in the same bins, and the band holds its
+            ``(1 -/+ confidence_level) / 2`` quantiles (a grey hatched box per
+            bin, around the diagonal). A bar ending outside its box is
+            miscalibrated by more than noise explains at that level.
+        n_consistency : int, default=200
+            Label draws of the consistency band.
+        confidence_level : float in (0, 1), default=0.95
+            Pointwise level of the consistency band.
+        random_state : int, Generator, RandomState or None, default=None
+            Seeds the label draws; the result does not depend on ``n_jobs``.
+        n_jobs : int, default=None
+            Parallel workers for the draws (``joblib``).
         name : str, default="Classifier"
         ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, \
 despine
@@ -487,6 +605,11 @@ despine
         multi_class="top-label",
         sample_weight=None,
         pos_label=None,
+        consistency_band=False,
+        n_consistency=200,
+        confidence_level=0.95,
+        random_state=None,
+        n_jobs=None,
         name=None,
         ax=None,
         curve_kwargs=None,
@@ -510,6 +633,8 @@ despine
         pos_label : int, float, bool or str, default=None
             Positive class of a binary problem; ``None`` is
             ``estimator.classes_[1]``.
+        consistency_band, n_consistency, confidence_level, random_state, n_jobs
+            As in :meth:`from_predictions`.
         name : str, default=None
             Legend name; ``None`` uses the estimator's class name.
         ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, despine
@@ -558,6 +683,11 @@ despine
         multi_class="top-label",
         sample_weight=None,
         pos_label=None,
+        consistency_band=False,
+        n_consistency=200,
+        confidence_level=0.95,
+        random_state=None,
+        n_jobs=None,
         name=None,
         ax=None,
         curve_kwargs=None,
@@ -576,7 +706,8 @@ despine
             ``return_estimator=True`` and ``return_indices=True``.
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-        n_bins, strategy, norm, multi_class, sample_weight, pos_label
+        n_bins, strategy, norm, multi_class, sample_weight, pos_label, \
+consistency_band, n_consistency, confidence_level, random_state, n_jobs
             As in :meth:`from_estimator`.
         name : str or list of str, default=None
         ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, despine

@@ -14,11 +14,16 @@ import numpy as np
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from .._backend import consistency as _cs
 from .._meta import align_proba_columns
 from .._validation import (
+    MAX_BOOTSTRAP,
+    check_bool,
     check_calibration_inputs,
     check_groups,
+    check_int,
     check_sample_weight,
+    check_seed_sequence,
     check_target,
 )
 
@@ -294,6 +299,47 @@ def data_fields(records, fields):
 
 
 REF_LINE_LABEL = "Perfectly calibrated"
+CONSISTENCY_LABEL = "consistency band (calibrated model)"
+# Grey and hatched, so that it is not read as the bootstrap band of a curve.
+CONSISTENCY_STYLE = {
+    "facecolor": (0.5, 0.5, 0.5, 0.12),
+    "edgecolor": (0.35, 0.35, 0.35, 0.45),
+    "hatch": "////",
+    "linewidth": 0,
+}
+
+
+def check_consistency(consistency_band, n_consistency):
+    """``(consistency_band, n_consistency)`` checked."""
+    consistency_band = check_bool(consistency_band, "consistency_band")
+    n_consistency = check_int(
+        n_consistency, "n_consistency", min_val=1, max_val=MAX_BOOTSTRAP
+    )
+    return consistency_band, n_consistency
+
+
+def consistency_bands(batches, n_consistency, confidence_level, random_state, n_jobs):
+    """Pointwise consistency band of each task: ``[(low, high), ...]``.
+
+    ``batches`` give, for a list of generators, the curves of labels drawn
+    from the scores (``SmoothCurveBatch``, ``BinnedMeanBatch``). Task ``k``
+    uses child ``n_tasks + k`` of ``random_state``'s seed sequence: the first
+    ``n_tasks`` children seed the bootstrap of the same ``random_state``.
+    """
+    n = len(batches)
+    seeds = check_seed_sequence(random_state).spawn(2 * n)[n:]
+    return [
+        _cs.pointwise_band(
+            _cs.run_batches(b, n_consistency, seed, n_jobs), confidence_level
+        )
+        for b, seed in zip(batches, seeds, strict=True)
+    ]
+
+
+def consistency_label(ax, confidence_level):
+    """Legend label of a consistency band (once per axes)."""
+    label = f"{level_text(confidence_level)} {CONSISTENCY_LABEL}".strip()
+    return label if label not in ax.get_legend_handles_labels()[1] else "_nolegend_"
 
 
 def to_table(columns, as_frame):

@@ -6,13 +6,19 @@ import numbers
 
 import numpy as np
 
+from .._backend.consistency import SmoothCurveBatch
 from .._backend.density import grid_samples, local_sample_size, score_density
 from .._backend.smece import LOGIT_EPS, GridGeometry
 from .._params import MAX_BOOTSTRAP, AnyOf, Interval, StrOptions, validate_params
 from .._validation import binary_tasks, check_random_generator
 from ..metrics import smooth_calibration_curve
 from ._plotting import (
+    CONSISTENCY_LABEL,
+    CONSISTENCY_STYLE,
     ReliabilityDisplayBase,
+    check_consistency,
+    consistency_bands,
+    consistency_label,
     level_text,
     merge_style,
     stack_curves,
@@ -76,6 +82,8 @@ def _records(curves, tasks, *, metric, score_range, density_bandwidth):
         ess = local_sample_size(s, w, c.sigma, geometry, len(c.scores) - 1)
         records.append(
             {
+                "y_consistency_low": None,
+                "y_consistency_high": None,
                 "scores": c.scores,
                 "y_smooth": c.y_smooth,
                 "density": dens,
@@ -132,6 +140,11 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         Kernel bandwidth of each curve.
     confidence_level : float or list of float, default=None
         Level of the bootstrap intervals.
+    y_consistency_low, y_consistency_high : ndarray or list of ndarray, \
+default=None
+        Pointwise consistency band: where the curve of a calibrated model
+        with these scores would fall (see ``consistency_band`` in
+        :meth:`from_predictions`).
     effective_size : ndarray or list of ndarray, default=None
         Effective number of samples under the curve's kernel at ``scores``
         (where it is below ``fade_below`` the curve fades); ``None`` draws
@@ -167,6 +180,8 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         The density-width ribbons (``None`` with ``density_width=0``).
     band_ : matplotlib PolyCollection or list
         The bootstrap bands (``None`` without bootstrap).
+    consistency_band_ : matplotlib PolyCollection or list
+        The consistency bands (``None`` without one).
     ref_line_ : matplotlib Line2D or None
         The diagonal (``None`` if not drawn, e.g. already on the axes).
     ax_ : matplotlib Axes or ndarray of Axes
@@ -217,6 +232,8 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         "confidence_level",
         "effective_size",
         "density_bandwidth",
+        "y_consistency_low",
+        "y_consistency_high",
     )
     _value_field = "smece"
     _metric_name = "smECE"
@@ -229,6 +246,8 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         "random_state",
         "n_jobs",
         "density_bandwidth",
+        "consistency_band",
+        "n_consistency",
     )
     _init_keys = ("metric",)
     _plot_keys = (
@@ -256,6 +275,8 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         confidence_level=None,
         effective_size=None,
         density_bandwidth=None,
+        y_consistency_low=None,
+        y_consistency_high=None,
         class_label=None,
         multi_class=None,
         metric="l1",
@@ -275,6 +296,8 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         self.confidence_level = confidence_level
         self.effective_size = effective_size
         self.density_bandwidth = density_bandwidth
+        self.y_consistency_low = y_consistency_low
+        self.y_consistency_high = y_consistency_high
         self.class_label = class_label
         self.multi_class = multi_class
         self.name = name
@@ -371,7 +394,12 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             "score": x[keep],
             "y_smooth": np.asarray(r["y_smooth"], dtype=float)[keep],
         }
-        for key in ("y_smooth_low", "y_smooth_high"):
+        for key in (
+            "y_smooth_low",
+            "y_smooth_high",
+            "y_consistency_low",
+            "y_consistency_high",
+        ):
             value = r[key]
             out[key] = (
                 np.full(out["score"].shape, np.nan)
@@ -402,11 +430,12 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         table : DataFrame or dict of ndarray
             Columns ``score`` (x), ``y_smooth`` (the curve),
             ``y_smooth_low`` and ``y_smooth_high`` (the bootstrap band, NaN
-            without one), ``density`` (the density panel and the ribbon's
-            width) and ``effective_size`` (samples under the kernel, which
-            sets the fade); with several curves, ``curve`` (their index) in
-            front, ``group`` for the curves of ``groups=`` and ``label`` for
-            the classes of a classwise diagram. Only points inside
+            without one), ``y_consistency_low`` and ``y_consistency_high``
+            (the consistency band, NaN without one), ``density`` (the
+            density panel and the ribbon's width) and ``effective_size``
+            (samples under the kernel, which sets the fade); with several
+            curves, ``curve`` (their index) in front, and ``label`` for the
+            classes of a classwise diagram. Only points inside
             :attr:`score_range` are listed.
 
         Examples
@@ -419,8 +448,8 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         >>> disp = SmoothReliabilityDisplay.from_predictions(y, p, random_state=0)
         >>> table = disp.frame()
         >>> list(table.columns)
-        ['score', 'y_smooth', 'y_smooth_low', 'y_smooth_high', 'density', \
-'effective_size']
+        ['score', 'y_smooth', 'y_smooth_low', 'y_smooth_high', \
+'y_consistency_low', 'y_consistency_high', 'density', 'effective_size']
         >>> bool((table.y_smooth_low <= table.y_smooth_high).all())
         True
         >>> import matplotlib.pyplot as plt
@@ -437,6 +466,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
     def _is_note(self, label):
         return (
             label.endswith(BAND_LABEL)
+            or label.endswith(CONSISTENCY_LABEL)
             or label == RIBBON_LABEL
             or label.startswith(FADE_LABEL.split("{")[0])
         )
@@ -478,6 +508,16 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
                 linewidth=0,
                 zorder=z - 1,
                 label=label if label not in labels else "_nolegend_",
+            )
+        consistency = None
+        if r["y_consistency_low"] is not None:
+            consistency = ax.fill_between(
+                x,
+                d["y_consistency_low"],
+                d["y_consistency_high"],
+                zorder=z - 1.5,
+                label=consistency_label(ax, r["confidence_level"]),
+                **CONSISTENCY_STYLE,
             )
         faded = None
         ess = d["effective_size"]
@@ -537,15 +577,16 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         if dax is not None:
             dax.fill_between(x, 0, dens, color=color, alpha=0.25 * fade, linewidth=0)
             dax.plot(x, dens, color=color, linewidth=1, alpha=fade)
-        return line, (ribbon, band, faded)
+        return line, (ribbon, band, faded, consistency)
 
     def _set_extras(self, extras):
         if isinstance(extras, list):
             self.ribbon_ = [e[0] for e in extras]
             self.band_ = [e[1] for e in extras]
             self.fade_ = [e[2] for e in extras]
+            self.consistency_band_ = [e[3] for e in extras]
         else:
-            self.ribbon_, self.band_, self.fade_ = extras
+            self.ribbon_, self.band_, self.fade_, self.consistency_band_ = extras
 
     @staticmethod
     def _compute(
@@ -560,8 +601,13 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         score_range,
         density_bandwidth,
         n_bootstrap,
+        consistency_band,
+        n_consistency,
         **opts,
     ):
+        consistency_band, n_consistency = check_consistency(
+            consistency_band, n_consistency
+        )
         curves = smooth_calibration_curve(
             y_true,
             y_proba,
@@ -573,13 +619,31 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
             **opts,
         )
         curves = curves if isinstance(curves, list) else [curves]
-        return _records(
+        tasks = binary_tasks(data, multi_class)
+        records = _records(
             curves,
-            binary_tasks(data, multi_class),
+            tasks,
             metric=opts["metric"],
             score_range=score_range,
             density_bandwidth=density_bandwidth,
         )
+        if consistency_band:
+            geometry = GridGeometry(opts["metric"])
+            batches = [
+                SmoothCurveBatch(s, w, geometry, c.sigma, len(c.scores) - 1)
+                for c, (_, s, w) in zip(curves, tasks, strict=True)
+            ]
+            bands = consistency_bands(
+                batches,
+                n_consistency,
+                opts["confidence_level"],
+                opts["random_state"],
+                opts["n_jobs"],
+            )
+            for r, (lo, hi) in zip(records, bands, strict=True):
+                r["y_consistency_low"], r["y_consistency_high"] = lo, hi
+                r["confidence_level"] = opts["confidence_level"]
+        return records
 
     @classmethod
     def _from_curves(
@@ -710,6 +774,8 @@ density_panel, fade_below, despine
         random_state=None,
         n_jobs=None,
         density_bandwidth="silverman",
+        consistency_band=False,
+        n_consistency=200,
         name="Classifier",
         ax=None,
         curve_kwargs=None,
@@ -750,6 +816,20 @@ random_state, n_jobs
             ``1.06 sd n^(-1/5)``) or a float, in the units of ``metric``. The
             kernel is the Gaussian reflected at both ends of the scores'
             range, so that the density integrates to one on it.
+        consistency_band : bool, default=False
+            Draw the consistency band: where the curve of a *calibrated*
+            model with these scores would fall. Labels are drawn from the
+            predictions (``y* ~ Bernoulli(s_i)``; top-label: a class drawn
+            from each probability row, so that the top class is right with
+            probability the confidence), the curve is recomputed at the same
+            bandwidth, and the band holds the pointwise
+            ``(1 -/+ confidence_level) / 2`` quantiles. It lies around the
+            diagonal; where the curve leaves it, the miscalibration there is
+            larger than noise explains. Grey and hatched, unlike the
+            bootstrap band (the curve's own uncertainty).
+        n_consistency : int, default=200
+            Label draws of the consistency band; seeded by ``random_state``
+            apart from the bootstrap's resamples.
         name : str, default="Classifier"
             Legend name.
         ax, curve_kwargs, ref_line, ref_line_kw, density_width, \
@@ -808,6 +888,8 @@ density_panel, fade_below, despine
         random_state=None,
         n_jobs=None,
         density_bandwidth="silverman",
+        consistency_band=False,
+        n_consistency=200,
         name=None,
         ax=None,
         curve_kwargs=None,
@@ -833,7 +915,7 @@ sample_weight
         pos_label : int, float, bool or str, default=None
             Positive class of a binary problem; ``None`` is
             ``estimator.classes_[1]``.
-        random_state, n_jobs, density_bandwidth
+        random_state, n_jobs, density_bandwidth, consistency_band, n_consistency
             As in :meth:`from_predictions`.
         name : str, default=None
             Legend name; ``None`` uses the estimator's class name.
@@ -890,6 +972,8 @@ fade_below, despine
         random_state=None,
         n_jobs=None,
         density_bandwidth="silverman",
+        consistency_band=False,
+        n_consistency=200,
         name=None,
         ax=None,
         curve_kwargs=None,
@@ -912,7 +996,8 @@ fade_below, despine
             The data given to ``cross_validate``.
         y : array-like of shape (n_samples,)
         sigma, metric, multi_class, confidence_level, ci_method, \
-sample_weight, pos_label, random_state, n_jobs, density_bandwidth
+sample_weight, pos_label, random_state, n_jobs, density_bandwidth, \
+consistency_band, n_consistency
             As in :meth:`from_estimator`.
         n_bootstrap : int, default=0
             Bootstrap resamples of each split's band; by default none, as the
