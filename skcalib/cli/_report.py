@@ -147,7 +147,7 @@ class ReportBuilder:
         self._rows = []  # kept chunks: (row index, y, proba, w)
         self._kept = None
         self._streaming = False
-        self._accumulators = None
+        self._accumulator = None
         self._sums = np.zeros(3)  # sum w, sum w * brier, sum w * log-loss
         self._bins = None
         self._max_weight = 0.0
@@ -184,8 +184,6 @@ class ReportBuilder:
     def add(self, codes, proba, sample_weight=None):
         """Add a chunk: label codes (indices into ``classes``), probabilities
         and weights."""
-        from .._validation import binary_tasks
-
         codes = np.asarray(codes)
         if codes.shape[0] == 0:
             return self
@@ -202,7 +200,7 @@ class ReportBuilder:
         if not self._streaming and self.n_samples > self.reservoir_rows:
             self._start_streaming()
         if self._streaming:
-            self._accumulate(binary_tasks(data, self.multi_class), w)
+            self._accumulator.partial_fit(data.y, data.proba, sample_weight=w)
         self._keep(row, data.y, data.proba, data.weight)
         return self
 
@@ -252,39 +250,26 @@ class ReportBuilder:
 
     def _start_streaming(self):
         from .. import metrics
-        from .._validation import binary_tasks
 
         n_tasks = self._bins.shape[0]
         if n_tasks > MAX_STREAMED_TASKS:
-            # One accumulator (about 5 MB) per one-vs-rest problem.
+            # One grid (about 5 MB) per one-vs-rest problem.
             raise InputError(
                 f"--multi-class classwise on more than {self.reservoir_rows} rows "
                 f"handles at most {MAX_STREAMED_TASKS} classes, not "
                 f"{n_tasks}; use --multi-class top-label."
             )
         self._streaming = True
-        self._accumulators = [
-            metrics.CalibrationAccumulator(labels=np.array([0.0, 1.0]), pos_label=1.0)
-            for _ in range(n_tasks)
-        ]
-        # Every row so far is still kept: give them to the accumulators.
+        if self.binary:
+            kw = {"labels": self.classes, "pos_label": self.pos_label}
+        else:
+            kw = {"labels": np.arange(self.n_classes), "multi_class": self.multi_class}
+        self._accumulator = metrics.CalibrationAccumulator(**kw)
+        # Every row so far is still kept: give them to the accumulator.
         for _, y, proba, w in self._rows:
-            w = w if self.weighted else None
-            data = self._check(
-                y,
-                proba,
-                sample_weight=w,
-                **(
-                    {"labels": self.classes, "pos_label": self.pos_label}
-                    if self.binary
-                    else {"labels": np.arange(self.n_classes)}
-                ),
+            self._accumulator.partial_fit(
+                y, proba, sample_weight=w if self.weighted else None
             )
-            self._accumulate(binary_tasks(data, self.multi_class), w)
-
-    def _accumulate(self, tasks, w):
-        for acc, (y, s, _) in zip(self._accumulators, tasks, strict=True):
-            acc.partial_fit(y, s, sample_weight=w)
 
     def _keep(self, row, y, proba, w):
         """Keep the rows of smallest random keys: a uniform subsample."""
@@ -370,7 +355,7 @@ class ReportBuilder:
                     **kw_w,
                 )
         if streamed:
-            curves = [acc.calibration_curve() for acc in self._accumulators]
+            curves = _as_list(self._accumulator.calibration_curve())
             cis = (
                 [None] * len(curves)
                 if sample_curve is None
@@ -541,9 +526,10 @@ class ReportBuilder:
         from ..display._plotting import score_range_of
 
         if self._streaming:
+            stats = self._accumulator.grid_statistics()
             tasks = [
-                (None, *grid_samples(acc.grid_statistics()[:, 0]))
-                for acc in self._accumulators
+                (None, *grid_samples(mass))
+                for mass in stats.reshape(-1, *stats.shape[-2:])[..., 0]
             ]
         else:
             _, y, proba, w = self._sample()

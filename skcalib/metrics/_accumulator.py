@@ -30,10 +30,12 @@ from .._backend.distributed import (
 from .._backend.grid import FINE_M
 from .._params import check_param
 from .._validation import (
+    binary_tasks,
     check_binned_options,
     check_bool,
     check_calibration_inputs,
     check_label_chunk,
+    check_option,
     check_probability_array,
     check_same_label_kind,
     check_sample_weight,
@@ -61,7 +63,7 @@ def _position(classes, label):
 
 
 class CalibrationAccumulator:
-    """Calibration metrics of a binary classifier, accumulated chunk by chunk.
+    """Calibration metrics of a classifier, accumulated chunk by chunk.
 
     Keeps, on a fixed grid of ``2**16`` cells of [0, 1], the per-cell moments
     ``sum w``, ``sum w theta``, ``sum w theta^2`` (``theta`` = position inside
@@ -75,6 +77,11 @@ class CalibrationAccumulator:
     to floating-point summation order): :func:`smooth_ece` and
     :func:`smooth_calibration_curve` bin the same fine grid.
 
+    Multiclass chunks (``y_proba`` with three or more columns, the class of
+    each column given by ``labels``) reduce to binary problems as in the
+    in-memory metrics: one for ``multi_class="top-label"`` (confidence vs
+    correctness) and one per class for ``"classwise"``, each with its own grid.
+
     Parameters
     ----------
     pos_label : int, float, bool or str, default=None
@@ -83,12 +90,16 @@ class CalibrationAccumulator:
         ``True`` for booleans, and any other labels are an error asking for
         ``pos_label`` (raised as soon as a chunk shows them); with two-column
         chunks it means the greater label (the last column).
-    labels : array-like of shape (2,), default=None
-        Both class labels, in the column order of a two-column ``y_proba``
-        (default: sorted). Needed when the data may hold a single class whose
-        partner cannot be inferred (labels other than 0/1/-1 and booleans), or
-        when ``y_proba`` has two columns and ``pos_label`` is given before both
-        classes have been seen.
+    labels : array-like of shape (n_classes,), default=None
+        The class labels, in the column order of ``y_proba``. Binary: both
+        labels (default: sorted); needed when the data may hold a single class
+        whose partner cannot be inferred (labels other than 0/1/-1 and
+        booleans), or when ``y_proba`` has two columns and ``pos_label`` is
+        given before both classes have been seen. Multiclass: required, since
+        a chunk need not show every class.
+    multi_class : {"top-label", "classwise"}, default="top-label"
+        How multiclass chunks reduce to binary problems, as in
+        :func:`smooth_ece`; ignored for binary problems.
 
     Attributes
     ----------
@@ -127,11 +138,26 @@ class CalibrationAccumulator:
     >>> other = CalibrationAccumulator().partial_fit(y[:100], p[:100])
     >>> acc.merge(other).n_samples_
     30100
+
+    Multiclass chunks need the class of each column:
+
+    >>> P = rng.dirichlet(np.ones(3), size=30_000)
+    >>> labels = np.array(["a", "b", "c"])
+    >>> y3 = labels[(rng.uniform(size=(30_000, 1)) > P.cumsum(axis=1)).sum(axis=1)]
+    >>> acc3 = CalibrationAccumulator(labels=labels, multi_class="classwise")
+    >>> for chunk in np.array_split(np.arange(30_000), 3):
+    ...     acc3 = acc3.partial_fit(y3[chunk], P[chunk])
+    >>> acc3.smooth_ece(return_details=True)
+    SmoothECEResult(value=0.01022, metric='l1', multi_class='classwise',
+                    n_samples=30000, n_classes=3)
+    >>> print(round(smooth_ece(y3, P, labels=labels, multi_class="classwise"), 5))
+    0.01022
     """
 
-    def __init__(self, *, pos_label=None, labels=None):
+    def __init__(self, *, pos_label=None, labels=None, multi_class="top-label"):
         self.pos_label = pos_label
         self.labels = labels
+        self.multi_class = multi_class
 
     def __repr__(self):
         n = getattr(self, "n_samples_", 0)
@@ -231,8 +257,10 @@ class CalibrationAccumulator:
         -------
         self : CalibrationAccumulator
         """
-        classes, index = check_label_chunk(y_true)
         proba = check_probability_array(y_proba, name="y_proba")
+        if self._multiclass_chunk(proba):
+            return self._partial_fit_tasks(y_true, proba, sample_weight)
+        classes, index = check_label_chunk(y_true)
         n = index.shape[0]
         if proba.shape[0] != n:
             raise ValueError(
@@ -261,6 +289,88 @@ class CalibrationAccumulator:
         self._add(slot, s, w)
         self.n_samples_ += n
         self._total_weight += n if w is None else float(w.sum())
+        return self
+
+    # -- multiclass: one binary accumulator per reduced problem -------------
+    def _multiclass_chunk(self, proba):
+        """Whether ``proba`` is a multiclass chunk (raises on a change of kind)."""
+        multiclass = proba.ndim == 2 and proba.shape[1] > 2
+        started = getattr(self, "n_samples_", 0) > 0 or hasattr(self, "tasks_")
+        if started and multiclass != hasattr(self, "tasks_"):
+            before = "multiclass" if hasattr(self, "tasks_") else "binary"
+            raise ValueError(
+                f"y_proba has shape {proba.shape} but the earlier chunks were "
+                f"{before}; every chunk must have the same columns."
+            )
+        return multiclass
+
+    def _task_accumulator(self):
+        return CalibrationAccumulator(labels=np.array([0.0, 1.0]), pos_label=1.0)
+
+    def _start_tasks(self, n_classes):
+        multi_class = check_option(
+            "multi_class", self.multi_class, ("top-label", "classwise")
+        )
+        if self.labels is None:
+            raise ValueError(
+                f"y_proba has {n_classes} columns: pass labels= (the class of each "
+                "column) to CalibrationAccumulator, since a chunk need not show "
+                "every class."
+            )
+        if self.pos_label is not None:
+            raise ValueError(
+                f"pos_label={self.pos_label!r} applies to binary problems only; "
+                f"y_proba has {n_classes} columns."
+            )
+        n_tasks = 1 if multi_class == "top-label" else n_classes
+        return [self._task_accumulator() for _ in range(n_tasks)]
+
+    def _partial_fit_tasks(self, y_true, proba, sample_weight):
+        tasks = (
+            self.tasks_
+            if hasattr(self, "tasks_")
+            else self._start_tasks(proba.shape[1])
+        )
+        # Every check before any state changes: a rejected chunk leaves the
+        # accumulator as it was.
+        data = check_calibration_inputs(y_true, proba, labels=self.labels)
+        w = (
+            None
+            if sample_weight is None
+            else check_sample_weight(sample_weight, data.n_samples, allow_zero_sum=True)
+        )
+        self.tasks_ = tasks
+        self.classes_ = data.classes
+        for acc, (y, s, _) in zip(
+            tasks, binary_tasks(data, self.multi_class), strict=True
+        ):
+            acc.partial_fit(y, s, sample_weight=w)
+        self.n_samples_ = getattr(self, "n_samples_", 0) + data.n_samples
+        return self
+
+    def _merge_tasks(self, other):
+        if not hasattr(other, "tasks_"):
+            if getattr(other, "n_samples_", 0):
+                raise ValueError(
+                    "Cannot merge a binary accumulator into a multiclass one."
+                )
+            return self
+        if self.multi_class != other.multi_class:
+            raise ValueError(
+                "Cannot merge accumulators with different multi_class: "
+                f"{self.multi_class!r} vs {other.multi_class!r}."
+            )
+        if not hasattr(self, "tasks_"):
+            if getattr(self, "n_samples_", 0):
+                raise ValueError(
+                    "Cannot merge a multiclass accumulator into a binary one."
+                )
+            self.tasks_ = [self._task_accumulator() for _ in other.tasks_]
+            self.classes_ = other.classes_
+            self.n_samples_ = 0
+        for mine, theirs in zip(self.tasks_, other.tasks_, strict=True):
+            mine.merge(theirs)
+        self.n_samples_ += other.n_samples_
         return self
 
     def merge(self, other):
@@ -293,6 +403,8 @@ class CalibrationAccumulator:
                 f"({self.pos_label!r}, {self.labels!r}) vs "
                 f"({other.pos_label!r}, {other.labels!r})."
             )
+        if hasattr(self, "tasks_") or hasattr(other, "tasks_"):
+            return self._merge_tasks(other)
         self._ensure_state()
         if not hasattr(other, "moments_") or other.n_samples_ == 0:
             return self
@@ -305,12 +417,21 @@ class CalibrationAccumulator:
         return self
 
     # -- results ----------------------------------------------------------
-    def _slots(self):
-        """``(pos_slot, neg_slot)`` after resolving the positive class."""
+    def _parts(self):
+        """The binary accumulators whose results are combined: ``self``, or
+        one per reduced problem of multiclass chunks."""
         if not getattr(self, "n_samples_", 0):
             raise _not_fitted(
                 "This CalibrationAccumulator has no data yet; call partial_fit first."
             )
+        return getattr(self, "tasks_", [self])
+
+    def _reduction(self):
+        """``multi_class`` of the results: "binary" or the reduction used."""
+        return self.multi_class if hasattr(self, "tasks_") else "binary"
+
+    def _slots(self):
+        """``(pos_slot, neg_slot)`` after resolving the positive class."""
         if not self._total_weight > 0:
             raise ValueError(
                 "sample_weight must have a positive sum; all weights are zero."
@@ -327,16 +448,21 @@ class CalibrationAccumulator:
         neg_label = [c for c in data.classes if c != data.pos_label][0]
         return pos, _position(seen, neg_label)
 
+    def _statistics(self):
+        pos, neg = self._slots()
+        return node_statistics(self.moments_, pos, neg)
+
     def grid_statistics(self):
         """Grid sufficient statistics ``(sum w, sum w*y, sum w*s)`` per grid point.
 
         Returns
         -------
-        stats : ndarray of shape (2**16 + 1, 3)
-            Linearly binned on the grid ``j / 2**16`` (linear binning).
+        stats : ndarray of shape (2**16 + 1, 3) or (n_classes, 2**16 + 1, 3)
+            Linearly binned on the grid ``j / 2**16`` (linear binning); one
+            table per class for ``multi_class="classwise"``.
         """
-        pos, neg = self._slots()
-        return node_statistics(self.moments_, pos, neg)
+        stats = [part._statistics() for part in self._parts()]
+        return np.stack(stats) if self._reduction() == "classwise" else stats[0]
 
     def smooth_ece(self, *, sigma=None, return_details=False):
         """SmoothECE of the accumulated data (see :func:`smooth_ece`).
@@ -351,19 +477,25 @@ class CalibrationAccumulator:
         Returns
         -------
         smece : float or SmoothECEResult
+            The mean over classes for ``multi_class="classwise"``.
         """
         check_bool(return_details, "return_details")
-        value, sig = self._smece(sigma, self.grid_statistics())
+        fits = [self._smece(sigma, part._statistics()) for part in self._parts()]
+        value = float(np.mean([v for v, _ in fits]))
         if not return_details:
             return value
         from ._results import SmoothECEResult
 
+        classwise = self._reduction() == "classwise"
+        sigmas = np.array([float(sig) for _, sig in fits])
         return SmoothECEResult(
-            value=float(value),
-            sigma=float(sig),
+            value=value,
+            sigma=sigmas if classwise else float(sigmas[0]),
             metric="l1",
-            multi_class="binary",
+            multi_class=self._reduction(),
             n_samples=int(self.n_samples_),
+            class_values=np.array([float(v) for v, _ in fits]) if classwise else None,
+            classes=self.classes_ if classwise else None,
         )
 
     @staticmethod
@@ -386,16 +518,31 @@ class CalibrationAccumulator:
 
         Returns
         -------
-        curve : SmoothCalibrationCurve
+        curve : SmoothCalibrationCurve or list of SmoothCalibrationCurve
+            A list (one per class, with ``label`` set) for
+            ``multi_class="classwise"``.
         """
         from ._results import SmoothCalibrationCurve
 
-        stats = self.grid_statistics()
-        value, sig = self._smece(sigma, stats)
-        scores, y_smooth, dens, _ = _sm.smooth_curve(stats, sig, _L1)
-        return SmoothCalibrationCurve(
-            scores=scores, y_smooth=y_smooth, density=dens, sigma=sig, smece=value
-        )
+        curves = []
+        for part in self._parts():
+            stats = part._statistics()
+            value, sig = self._smece(sigma, stats)
+            scores, y_smooth, dens, _ = _sm.smooth_curve(stats, sig, _L1)
+            curves.append(
+                SmoothCalibrationCurve(
+                    scores=scores,
+                    y_smooth=y_smooth,
+                    density=dens,
+                    sigma=sig,
+                    smece=value,
+                )
+            )
+        if self._reduction() != "classwise":
+            return curves[0]
+        for curve, label in zip(curves, self.classes_, strict=True):
+            curve.label = label
+        return curves
 
     def binned_calibration_error(
         self, *, n_bins=15, norm="l1", debias=False, root=True, return_details=False
@@ -430,26 +577,29 @@ class CalibrationAccumulator:
         Returns
         -------
         error : float or BinnedCalibrationResult
+            The mean over classes for ``multi_class="classwise"``.
         """
         n_bins = check_param("n_bins", n_bins)
         check_binned_options(norm, debias, root, return_details)
-        table = self._bin_table(n_bins)
-        value = binned_error_value(table, norm, debias, not root)
+        tables = [part._bin_table(n_bins) for part in self._parts()]
+        values = [binned_error_value(t, norm, debias, not root) for t in tables]
+        value = float(np.mean(values))
         if not return_details:
             return value
         from ._results import BinnedCalibrationResult
 
+        classwise = self._reduction() == "classwise"
         return BinnedCalibrationResult.from_tables(
             value,
-            [table],
-            None,
-            None,
+            tables,
+            values if classwise else None,
+            self.classes_ if classwise else None,
             norm=norm,
             debias=debias,
             root=root,
             strategy="uniform",
             n_bins=n_bins,
-            multi_class="binary",
+            multi_class=self._reduction(),
             n_samples=self.n_samples_,
         )
 
@@ -471,6 +621,11 @@ class _BinAccumulator(CalibrationAccumulator):
 
     def _empty(self):
         return np.zeros((N_BIN_SUMS, N_SLOTS, self.n_bins))
+
+    def _task_accumulator(self):
+        return _BinAccumulator(
+            n_bins=self.n_bins, labels=np.array([0.0, 1.0]), pos_label=1.0
+        )
 
     def _add(self, slot, s, w):
         add_bin_sums(self.moments_, slot, s, w)
