@@ -40,6 +40,7 @@ MODULES = [
     "bench_perturbation",
     "bench_bounds_speed",
     "bench_recalibration_speed",
+    "bench_calibration_tests",
 ]
 
 
