@@ -1325,6 +1325,30 @@ def test_from_accumulator_draws_the_in_memory_figure(weighted):
         SmoothReliabilityDisplay.from_accumulator((y, p))
 
 
+@pytest.mark.parametrize("multi_class", ["top-label", "classwise"])
+def test_from_accumulator_of_multiclass_chunks(multi_class):
+    from skcalib.metrics import CalibrationAccumulator
+
+    y, P = _multiclass(n=6000)
+    labels = np.unique(y)
+    acc = CalibrationAccumulator(labels=labels, multi_class=multi_class)
+    for part in np.array_split(np.arange(y.shape[0]), 4):
+        acc.partial_fit(y[part], P[part])
+    streamed = SmoothReliabilityDisplay.from_accumulator(acc)
+    memory = SmoothReliabilityDisplay.from_predictions(
+        y, P, labels=labels, multi_class=multi_class, n_bootstrap=0
+    )
+    a, b = memory.frame(as_frame=False), streamed.frame(as_frame=False)
+    assert streamed.multi_class == memory.multi_class == multi_class
+    assert a.keys() == b.keys()
+    np.testing.assert_array_equal(a["score"], b["score"])
+    if multi_class == "classwise":
+        np.testing.assert_array_equal(a["label"], b["label"])
+    np.testing.assert_allclose(b["y_smooth"], a["y_smooth"], atol=1e-9)
+    np.testing.assert_allclose(b["effective_size"], a["effective_size"], rtol=1e-9)
+    plt.close("all")
+
+
 def test_frame_of_several_curves_and_classes():
     pd = pytest.importorskip("pandas")
     y, P = _multiclass(n=1500)

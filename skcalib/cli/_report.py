@@ -520,17 +520,13 @@ class ReportBuilder:
         grid resolution): what ``SmoothReliabilityDisplay.from_predictions``
         draws on the same data.
         """
-        from .._backend.density import grid_samples
         from .._validation import binary_tasks
         from ..display import SmoothReliabilityDisplay
         from ..display._plotting import score_range_of
+        from ..display._smooth import accumulator_samples
 
         if self._streaming:
-            stats = self._accumulator.grid_statistics()
-            tasks = [
-                (None, *grid_samples(mass))
-                for mass in stats.reshape(-1, *stats.shape[-2:])[..., 0]
-            ]
+            tasks = accumulator_samples(self._accumulator)
         else:
             _, y, proba, w = self._sample()
             with self._input_errors():

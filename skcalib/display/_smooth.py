@@ -21,11 +21,21 @@ from ._plotting import (
     consistency_label,
     level_text,
     merge_style,
+    score_range_of,
     stack_curves,
     to_table,
 )
 
 __all__ = ["SmoothReliabilityDisplay"]
+
+
+def accumulator_samples(accumulator):
+    """The grid nodes and masses of each curve of an accumulator, as the
+    ``(y, s, w)`` of its reduced problems (``y`` unused)."""
+    stats = accumulator.grid_statistics()
+    masses = stats.reshape(-1, *stats.shape[-2:])[..., 0]
+    return [(None, *grid_samples(mass)) for mass in masses]
+
 
 # ``n_bootstrap="auto"``: this many resamples up to AUTO_MAX_SAMPLES rows
 # (0.6 s at n <= 1e4, 1.5 s at 2e5 on one core; bench_display_default.py),
@@ -697,7 +707,8 @@ default=None
         Parameters
         ----------
         accumulator : CalibrationAccumulator
-            A fitted accumulator (binary).
+            A fitted accumulator; one curve per class for a classwise
+            multiclass one.
         density_bandwidth : {"silverman", "scott"} or float, default="silverman"
             As in :meth:`from_predictions`.
         name : str, default="Classifier"
@@ -733,14 +744,15 @@ density_panel, fade_below, despine
                 "accumulator must be a fitted CalibrationAccumulator; got "
                 f"{type(accumulator).__name__}."
             )
-        curve = accumulator.calibration_curve()
-        mass = accumulator.grid_statistics()[:, 0]
+        curves = accumulator.calibration_curve()
+        n_classes = len(accumulator.classes_)
+        multi_class = accumulator.multi_class if n_classes > 2 else None
         disp = cls._from_curves(
-            [curve],
-            [(None, *grid_samples(mass))],
-            multi_class=None,
+            curves if isinstance(curves, list) else [curves],
+            accumulator_samples(accumulator),
+            multi_class=multi_class,
             pos_label=accumulator.pos_label,
-            score_range=(0.0, 1.0),
+            score_range=score_range_of(n_classes, multi_class),
             density_bandwidth=density_bandwidth,
             name=name,
         )
