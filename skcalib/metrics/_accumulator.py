@@ -294,6 +294,7 @@ class CalibrationAccumulator:
     # -- multiclass: one binary accumulator per reduced problem -------------
     def _multiclass_chunk(self, proba):
         """Whether ``proba`` is a multiclass chunk (raises on a change of kind)."""
+        check_option("multi_class", self.multi_class, ("top-label", "classwise"))
         multiclass = proba.ndim == 2 and proba.shape[1] > 2
         started = getattr(self, "n_samples_", 0) > 0 or hasattr(self, "tasks_")
         if started and multiclass != hasattr(self, "tasks_"):
@@ -308,9 +309,6 @@ class CalibrationAccumulator:
         return CalibrationAccumulator(labels=np.array([0.0, 1.0]), pos_label=1.0)
 
     def _start_tasks(self, n_classes):
-        multi_class = check_option(
-            "multi_class", self.multi_class, ("top-label", "classwise")
-        )
         if self.labels is None:
             raise ValueError(
                 f"y_proba has {n_classes} columns: pass labels= (the class of each "
@@ -322,7 +320,7 @@ class CalibrationAccumulator:
                 f"pos_label={self.pos_label!r} applies to binary problems only; "
                 f"y_proba has {n_classes} columns."
             )
-        n_tasks = 1 if multi_class == "top-label" else n_classes
+        n_tasks = 1 if self.multi_class == "top-label" else n_classes
         return [self._task_accumulator() for _ in range(n_tasks)]
 
     def _partial_fit_tasks(self, y_true, proba, sample_weight):
