@@ -39,10 +39,12 @@ from ._meta import (
 )
 from ._params import NoneOr, StrOptions, validate_params
 from ._validation import (
+    ROW_SUM_TOL,
     check_cv_splits,
     check_probability_array,
     check_random_generator,
     check_real,
+    row_sum_error,
 )
 
 __all__ = [
@@ -341,8 +343,14 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             # unusual output): draw afresh from the generator.
             noise = None
         # Written into a buffer of our own (the noise's), never into the base
-        # estimator's output, which it may still hold.
-        return _backend.perturb_proba(proba, scale, rng, noise=noise)
+        # estimator's output, which it may still hold. The rows are checked
+        # in the same pass (values outside [0, 1] are clipped).
+        try:
+            return _backend.perturb_proba(
+                proba, scale, rng, noise=noise, row_sum_tol=ROW_SUM_TOL
+            )
+        except _backend.RowSumError:
+            raise row_sum_error(proba, self.estimator_) from None
 
     def predict(self, X):
         """Class of largest perturbed probability.

@@ -24,7 +24,15 @@ from .kernels import sech_ppf
 from .score_grid import round_to_grid
 from .sech_compiled import compiled_loops
 
-__all__ = ["sech_noise", "sech_noise_async", "sech_sample"]
+__all__ = ["RowSumError", "sech_noise", "sech_noise_async", "sech_sample"]
+
+
+class RowSumError(ValueError):
+    """A row of the probabilities checked by ``sech_sample(check_sum=...)``
+    does not sum to one (or holds NaN)."""
+
+
+_ROW_SUM_MESSAGE = "rows of the probabilities must sum to 1 and hold no NaN."
 
 # One proposal per 64-bit word of the bit generator: the sign bit of the word
 # (read as an int64) picks the side and the other 63 bits give m, with the
@@ -44,7 +52,9 @@ _PROPOSAL_MIN_SIZE = 64
 _PROPOSAL_MAX_SCALE = 0.25
 
 
-def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None, grid=True):
+def sech_sample(
+    s0, h, rng, *, out=None, complement=None, noise=None, grid=True, check_sum=None
+):
     """Draw one value from the truncated sech kernel centred at each ``s0``.
 
     Exact rejection sampling from the untruncated hyperbolic-secant law, keeping
@@ -106,6 +116,11 @@ def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None, grid=True)
         Round the draws to the grid. ``False`` keeps the unrounded draws, for
         a caller that maps them affinely before rounding (the top-label
         confidence).
+    check_sum : tuple (other, low, high), default=None
+        Check, in the pass that adds the noise, that every ``s0 + other``
+        (``other`` of the shape of ``s0``: the other column of a binary
+        probability matrix) lies in ``[low, high]``; :class:`RowSumError` is
+        raised if one does not (or is NaN).
 
     Returns
     -------
@@ -124,7 +139,15 @@ def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None, grid=True)
             raise ValueError("complement must have the shape of out.")
         if _overlaps(complement, out) or _overlaps(complement, s0):
             raise ValueError("complement must not overlap s0 or out.")
+    if check_sum is not None:
+        other, low, high = check_sum
+        other = np.asarray(other, dtype=np.float64)
+        if other.shape != s0.shape:
+            raise ValueError("check_sum: other must have the shape of s0.")
+        check_sum = (other.reshape(-1), float(low), float(high))
     if not _uses_proposals(s0.size, h):
+        if check_sum is not None:
+            _check_sums(s0.reshape(-1), *check_sum)
         draws = np.asarray(
             sech_ppf(rng.random(size=s0.shape), np.clip(s0, 0.0, 1.0), h),
             dtype=np.float64,
@@ -146,7 +169,9 @@ def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None, grid=True)
             "noise must be out itself or not overlap s0, out or complement."
         )
     centre, dst = s0.reshape(-1), out.reshape(-1)
-    rows, centres = _add_noise(centre, noise, dst, complement, grid)
+    rows, centres, n_off = _add_noise(centre, noise, dst, complement, grid, check_sum)
+    if n_off:
+        raise RowSumError(_ROW_SUM_MESSAGE)
     if rows.size:
         _sech_redraw(centres, h, rng, dst, rows, grid)
         if complement is not None:
@@ -319,40 +344,53 @@ def _log_tan(x):
         np.log(x, out=x)
 
 
-def _add_noise(centre, noise, out, complement, grid):
+def _add_noise(centre, noise, out, complement, grid, check_sum=None):
     """``out = round(clip(centre) + noise)`` (and ``complement = 1 - out``).
 
-    By blocks; returns the rows outside [0, 1] and their centres (``out``
-    may be ``centre`` or ``noise`` itself).
+    By blocks; returns the rows outside [0, 1], their centres and the number
+    of blocks failing ``check_sum`` (``out`` may be ``centre`` or ``noise``
+    itself).
     """
     n = centre.shape[0]
     loops = _sech_loops(n)
+    # Only when the draws replace the centres must the centres be kept aside
+    # for the redraw of rejected rows.
+    in_place = _overlaps(out, centre)
     tasks = [
-        (centre, noise, out, complement, grid, loops, start, stop)
+        (centre, noise, out, complement, grid, loops, start, stop, in_place, check_sum)
         for start, stop in _block_groups(n, _sech_threads())
     ]
-    rows, centres = [], []
-    for group_rows, group_centres in _run_groups(_add_noise_blocks, tasks):
+    rows, centres, n_off = [], [], 0
+    for group_rows, group_centres, group_off in _run_groups(_add_noise_blocks, tasks):
         rows += group_rows
         centres += group_centres
+        n_off += group_off
     if not rows:
-        return np.empty(0, dtype=np.intp), np.empty(0)
-    return np.concatenate(rows), np.concatenate(centres)
+        return np.empty(0, dtype=np.intp), np.empty(0), n_off
+    return np.concatenate(rows), np.concatenate(centres), n_off
 
 
-def _add_noise_blocks(centre, noise, out, complement, grid, loops, start, stop):
-    """:func:`_add_noise` on rows ``start:stop``; lists of rows and centres."""
+def _add_noise_blocks(
+    centre, noise, out, complement, grid, loops, start, stop, in_place, check_sum
+):
+    """:func:`_add_noise` on rows ``start:stop``: lists of rows and centres,
+    and the number of blocks failing ``check_sum``."""
     scratch = _sech_scratch()
-    rows, centres = [], []
+    rows, centres, n_off = [], [], 0
+    other, low, high = (None, 0.0, 0.0) if check_sum is None else check_sum
     for first in range(start, stop, _SECH_BLOCK):
         block = slice(first, min(first + _SECH_BLOCK, stop))
         c, d, x = centre[block], out[block], noise[block]
         e = None if complement is None else complement[block]
-        kept, flags = scratch.saved[: d.shape[0]], scratch.bad[: d.shape[0]]
+        o = None if other is None else other[block]
+        m = d.shape[0]
+        kept, flags = scratch.saved[:m], scratch.bad[:m]
         if loops is None:
+            if o is not None:
+                n_off += _check_sums(c, o, low, high, scratch.sums[:m], fail=False)
             # Computed in a contiguous buffer, then written: ``out`` and
             # ``complement`` are often strided, where numpy passes are slow.
-            s = scratch.draws[: d.shape[0]]
+            s = scratch.draws[:m]
             np.clip(c, 0.0, 1.0, out=s)
             s += x
             lo, hi = s.min(), s.max()
@@ -368,15 +406,28 @@ def _add_noise_blocks(centre, noise, out, complement, grid, loops, start, stop):
             if e is not None:
                 np.subtract(1.0, s, out=e)
             continue
+        saved = kept if in_place else None
         if not c.flags.c_contiguous:
             # The compiled loop is only vectorised on contiguous input.
             np.copyto(kept, c)
-            c = kept
-        if loops[2](x, c, d, e, kept, flags, grid):
+            c, saved = kept, None
+        n_bad, block_off = loops[2](x, c, d, e, saved, flags, grid, o, low, high)
+        n_off += block_off > 0
+        if n_bad:
             bad = np.flatnonzero(flags)
             rows.append(first + bad)
-            centres.append(kept[bad])
-    return rows, centres
+            centres.append((c if saved is None else saved)[bad])
+    return rows, centres, n_off
+
+
+def _check_sums(centre, other, low, high, work=None, *, fail=True):
+    """Whether some ``centre + other`` is outside [low, high] or NaN (raises
+    :class:`RowSumError` if ``fail``)."""
+    t = np.add(other, centre, out=work)
+    off = not (t.min() >= low and t.max() <= high)
+    if off and fail:
+        raise RowSumError(_ROW_SUM_MESSAGE)
+    return off
 
 
 def _sech_redraw(centres, h, rng, out, todo, grid):
@@ -439,6 +490,7 @@ class _SechScratch:
         self.saved = np.empty(size)
         self.draws = np.empty(size)
         self.bad = np.empty(size, dtype=bool)
+        self.sums = np.empty(size)
 
 
 _SECH_SCRATCH = threading.local()
