@@ -69,15 +69,19 @@ def _finish(noise, centre, out, complement, saved, bad, grid, other, low, high):
 
 @functools.cache
 def compiled_loops():
-    """``(angles, sign_and_scale, finish)`` compiled with numba.
+    """``(angles, sign_and_scale, finish, pcg64_angles)`` compiled with numba.
 
-    None without numba.
+    None without numba. ``pcg64_angles`` draws numpy's PCG64 stream and the
+    angles in one pass (see :mod:`skcalib._backend.pcg64_compiled`).
     """
     if not HAVE_NUMBA:
         return None
     import numba
 
+    from .pcg64_compiled import pcg64_angles
+
     def jit(func):
         return numba.njit(cache=True, nogil=True, boundscheck=False)(func)
 
-    return tuple(jit(f) for f in (_angles, _sign_and_scale, _finish))
+    loops = tuple(jit(f) for f in (_angles, _sign_and_scale, _finish))
+    return (*loops, pcg64_angles)

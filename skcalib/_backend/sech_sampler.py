@@ -14,6 +14,7 @@ centre). The noise ``h X`` does not depend on the centres, so it is drawn by
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -305,16 +306,79 @@ def _run_groups(func, tasks):
 def _noise_blocks(noise, h, bitgen, start, stop, loops):
     """Noise of rows ``start:stop``, block by block, reading ``bitgen``."""
     scratch = _sech_scratch()
+    # numpy's default bit generator is stepped inside the compiled loop
+    # itself (the same words as ``random_raw``, without its array).
+    pcg = loops is not None and type(bitgen) is np.random.PCG64
+    if pcg:
+        state = bitgen.state
+        inc, position = state["state"]["inc"], state["state"]["state"]
     for first in range(start, stop, _SECH_BLOCK):
         x = noise[first : min(first + _SECH_BLOCK, stop)]
-        bits = bitgen.random_raw(x.shape[0]).view(np.int64)
+        if pcg:
+            bits = scratch.bits[: x.shape[0]]
+            position = _pcg64_block(loops[3], position, inc, bits, x)
+        else:
+            bits = bitgen.random_raw(x.shape[0]).view(np.int64)
         if loops is None:
             _noise_passes(bits, h, x, scratch.bits[: x.shape[0]])
         else:
             angles, sign_and_scale = loops[:2]
-            angles(bits, _ANGLE_PER_UNIT, x)
+            if not pcg:
+                angles(bits, _ANGLE_PER_UNIT, x)
             _log_tan(x)
             sign_and_scale(x, bits, np.float64(h))
+    if pcg:
+        # As ``random_raw`` leaves it (the 32-bit buffer untouched).
+        state["state"]["state"] = position
+        bitgen.state = state
+
+
+_MASK_64 = (1 << 64) - 1
+_MASK_128 = (1 << 128) - 1
+
+
+def _pcg64_block(pcg64_angles, position, inc, bits, x):
+    """Words and angles of one block from the PCG64 state ``position``; the
+    state after them."""
+    seg = bits.shape[0] // 4
+    mult, add = _pcg64_jump(seg)
+    add = add * inc & _MASK_128
+    lanes = [position]
+    for _ in range(3):
+        lanes.append((lanes[-1] * mult + add) & _MASK_128)
+    lane_hi = np.array([lane >> 64 for lane in lanes], dtype=np.uint64)
+    lane_lo = np.array([lane & _MASK_64 for lane in lanes], dtype=np.uint64)
+    hi, lo = pcg64_angles(
+        lane_hi,
+        lane_lo,
+        np.uint64(inc >> 64),
+        np.uint64(inc & _MASK_64),
+        seg,
+        bits.view(np.uint64),
+        _ANGLE_PER_UNIT,
+        x,
+    )
+    return (int(hi) << 64) | int(lo)
+
+
+@functools.lru_cache(maxsize=16)
+def _pcg64_jump(k):
+    """``(A, B)``: ``k`` steps of PCG64 take the state ``s`` to
+    ``A s + B inc`` (mod 2**128)."""
+    from .pcg64_compiled import PCG64_MULTIPLIER
+
+    mult, add = 1, 0
+    step_mult, step_add = PCG64_MULTIPLIER, 1
+    while k:
+        if k & 1:
+            mult = mult * step_mult & _MASK_128
+            add = (add * step_mult + step_add) & _MASK_128
+        step_mult, step_add = (
+            step_mult * step_mult & _MASK_128,
+            (step_add * step_mult + step_add) & _MASK_128,
+        )
+        k >>= 1
+    return mult, add
 
 
 def _noise_passes(bits, h, out, mag):
