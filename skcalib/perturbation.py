@@ -329,7 +329,10 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         proba : ndarray of shape (n_samples, n_classes)
             Rows sum to one; columns follow ``classes_``.
         """
-        check_is_fitted(self)
+        if not hasattr(self, "estimator_"):
+            # Only then: check_is_fitted reads the wrapped model's tags, which
+            # costs more than the rest of the set-up.
+            check_is_fitted(self)
         scale = _check_scale(self.scale)
         rng = check_random_generator(self.random_state)
         # The noise does not depend on X: it is drawn while the base estimator
