@@ -236,10 +236,31 @@ def sech_noise_async(n, h, rng, *, with_complement=False):
         return _DoneFuture(
             _noise_buffer(n, h, bitgen, _sech_threads(), with_complement)
         )
-    stream = copy.copy(bitgen)
+    if type(bitgen) in _STATE_COPIED:
+        # Only the state is read here, and set on the background thread's
+        # own generator there: a copy of the generator costs more.
+        stream = (type(bitgen), bitgen.state)
+    else:
+        stream = copy.copy(bitgen)
     bitgen.advance(n)
     # One thread: the other cores are busy computing the centres.
     return _noise_pool().submit(_noise_buffer, n, h, stream, 1, with_complement)
+
+
+# numpy's bit generators with ``advance``.
+_STATE_COPIED = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox)
+_STREAMS = threading.local()
+
+
+def _stream(kind, state):
+    """A generator of class ``kind`` (kept by this thread) set to ``state``."""
+    streams = getattr(_STREAMS, "by_kind", None)
+    if streams is None:
+        streams = _STREAMS.by_kind = {}
+    if kind not in streams:
+        streams[kind] = kind(0)
+    streams[kind].state = state
+    return streams[kind]
 
 
 class _DoneFuture:
@@ -251,6 +272,8 @@ class _DoneFuture:
 
 
 def _noise_buffer(n, h, bitgen, n_threads, with_complement):
+    if isinstance(bitgen, tuple):
+        bitgen = _stream(*bitgen)
     if not with_complement:
         return _sech_noise(n, h, bitgen, n_threads, None)
     buf = np.empty((2, n))
