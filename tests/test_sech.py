@@ -500,3 +500,26 @@ def test_compiled_noise_leaves_the_generator_as_random_raw(monkeypatch):
     np.testing.assert_array_equal(a, b)
     assert state_a == state_b and state_a["has_uint32"] == 1
     np.testing.assert_array_equal(next_a, next_b)
+
+
+def test_numpy_passes_round_to_the_grid_like_rint():
+    # The numpy passes round a draw s in [0, 1] as (s + 2**28) - 2**28: the
+    # same grid point as rint(s 2**24) / 2**24, ties to even included.
+    rng = np.random.default_rng(0)
+    k = rng.integers(0, 2**24, 20_000).astype(np.float64)
+    ties = (k + 0.5) / 2**24
+    s = np.concatenate(
+        [
+            rng.uniform(size=20_000),
+            rng.uniform(size=20_000) ** 12,
+            ties,
+            np.nextafter(ties, 0.0),
+            np.nextafter(ties, 1.0),
+            k / 2**24,
+            [0.0, 5e-324, 2.0**-25, 3 * 2.0**-25, 1 - 2.0**-25, 1 - 2.0**-53, 1.0],
+        ]
+    )
+    shift = sech_sampler._GRID_SHIFT
+    expected = np.rint(s * 2.0**24) / 2.0**24
+    np.testing.assert_array_equal((s + shift) - shift, expected)
+    assert not np.signbit((s + shift) - shift).any()

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .kernels import sech_ppf
-from .score_grid import round_to_grid
+from .score_grid import GRID_BITS, round_to_grid
 from .sech_compiled import compiled_loops
 
 __all__ = ["RowSumError", "sech_noise", "sech_noise_async", "sech_sample"]
@@ -43,6 +43,8 @@ _LOW_BITS = np.int64(2**63 - 1)
 _ANGLE_PER_UNIT = np.pi / 2.0**65
 # Blocks small enough for the cache: the passes over a block cost little.
 _SECH_BLOCK = 1 << 17
+# 2**28: its last bit is worth 2**-24, the grid step (see _add_noise_blocks).
+_GRID_SHIFT = 2.0 ** (52 - GRID_BITS)
 _COMPILED_NOISE_BLOCK = 1 << 18
 _SECH_MIN_BLOCKS_PER_THREAD = 2
 _SECH_MAX_THREADS = 4
@@ -492,10 +494,16 @@ def _add_noise_blocks(
                 rows.append(first + bad)
                 centres.append(c[bad])
             if grid:
-                round_to_grid(s, out=s)
-            np.copyto(d, s)
+                # round_to_grid in two passes, the second writing ``out``:
+                # adding 2**28 leaves a last bit worth 2**-24, so the sum is
+                # rounded to the grid (ties to even) and the difference is
+                # exact. Only for draws in [0, 1], the others are redrawn.
+                s += _GRID_SHIFT
+                np.subtract(s, _GRID_SHIFT, out=d)
+            else:
+                np.copyto(d, s)
             if e is not None:
-                np.subtract(1.0, s, out=e)
+                np.subtract(1.0, d, out=e)
             continue
         saved = kept if in_place else None
         if not c.flags.c_contiguous:
