@@ -328,6 +328,12 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_samples, n_classes)
             Rows sum to one; columns follow ``classes_``.
+
+        Raises
+        ------
+        ValueError
+            If a row of the base estimator's probabilities holds NaN or does
+            not sum to one (within 1e-5). Values outside [0, 1] are clipped.
         """
         if not hasattr(self, "estimator_"):
             # Only then: check_is_fitted reads the wrapped model's tags, which
