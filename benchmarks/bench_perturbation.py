@@ -12,7 +12,10 @@
    proposal, no grid, written into the base model's output) is timed in the
    same rounds, from a copy of its package taken with ``git archive``.
    "cores" is CPU time over wall time: BLAS worker threads that keep spinning
-   after a matrix product count there.
+   after a matrix product count there. Overheads are also given in CPU time
+   (all threads) and in the caller's thread CPU time (the background noise
+   left out): on a loaded machine they say more than wall times, and on an
+   idle one the wall-time overhead lies between them.
 2. Certified bound vs AUROC over perturbation scales on real datasets
    (breast cancer; digits as a binary "digit >= 5" problem), from
    :func:`skcalib.select_perturbation_scale`.
@@ -95,18 +98,21 @@ def _old_package(rev, where):
 
 
 def _interleaved(runs, repeat):
-    """Wall and CPU times of each run, interleaved so all see the same machine."""
+    """Wall, CPU and caller's-thread CPU times of each run, interleaved so all
+    see the same machine."""
     wall = {name: [] for name in runs}
     cpu = {name: [] for name in runs}
+    caller = {name: [] for name in runs}
     for _ in range(repeat):
         for name, func in runs.items():
-            w0, c0 = time.perf_counter(), time.process_time()
+            w0, c0, t0 = time.perf_counter(), time.process_time(), time.thread_time()
             func()
             wall[name].append(time.perf_counter() - w0)
             cpu[name].append(time.process_time() - c0)
-    return {k: np.array(v) for k, v in wall.items()}, {
-        k: np.array(v) for k, v in cpu.items()
-    }
+            caller[name].append(time.thread_time() - t0)
+    return tuple(
+        {k: np.array(v) for k, v in times.items()} for times in (wall, cpu, caller)
+    )
 
 
 def _print_times(wall, cpu):
@@ -118,20 +124,24 @@ def _print_times(wall, cpu):
         )
 
 
-def _print_overheads(wall, cpu, base="LogisticRegression"):
+def _print_overheads(wall, cpu, caller, base="LogisticRegression"):
     # CPU time as well: on a machine shared with other work, wall times
-    # mostly measure the other work, CPU time what each call costs.
-    lr, lr_cpu = wall[base], cpu[base]
+    # mostly measure the other work, CPU time what each call costs. The
+    # caller's thread CPU leaves out the noise drawn in the background: on an
+    # idle machine the wall-time overhead lies between the two.
+    lr, lr_cpu, lr_caller = wall[base], cpu[base], caller[base]
     for name, times in wall.items():
         if name == base:
             continue
         paired = np.median(times / lr) - 1.0
         best = times.min() / lr.min() - 1.0
         paired_cpu = np.median(cpu[name] / lr_cpu) - 1.0
+        paired_caller = np.median(caller[name] / lr_caller) - 1.0
         print(
             f"  -> {name:<45}: overhead {100 * paired:5.1f} % (median of paired "
             f"ratios), {100 * best:5.1f} % (best times), {100 * paired_cpu:5.1f} "
-            "% (CPU time, median of paired ratios)"
+            f"% (CPU time), {100 * paired_caller:5.1f} % (caller's thread CPU; "
+            "medians of paired ratios)"
         )
 
 
@@ -177,9 +187,9 @@ def bench_overhead(n_rows, n_features, repeat=60, old=None):
             _COMPILED_MIN_SIZE=np.inf,
         )
     for variants in (compiled, passes):
-        wall, cpu = _interleaved({**lr_run, **variants}, repeat)
+        wall, cpu, caller = _interleaved({**lr_run, **variants}, repeat)
         _print_times(wall, cpu)
-        _print_overheads(wall, cpu)
+        _print_overheads(wall, cpu, caller)
 
     # 2. The parts, alone.
     P = base.predict_proba(X)
@@ -207,7 +217,7 @@ def bench_overhead(n_rows, n_features, repeat=60, old=None):
         "sech_sample, noise included": lambda: sech_sample(P[:, 1], h, gen),
     }
     print("\n  parts:")
-    wall, cpu = _interleaved(runs, repeat)
+    wall, cpu, _ = _interleaved(runs, repeat)
     _print_times(wall, cpu)
     times = [given_noise() for _ in range(repeat)]
     print(

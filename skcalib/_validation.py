@@ -218,7 +218,7 @@ def check_estimator_proba(proba, estimator, n_samples):
     class of ``estimator.classes_``; anything else is reported with the
     estimator's name instead of failing later inside numpy.
     """
-    name = f"{type(estimator).__name__}.predict_proba"
+    name = _proba_name(estimator)
     n_classes = len(estimator.classes_)
     shape = np.shape(proba)
     if shape != (n_samples, n_classes):
@@ -228,6 +228,27 @@ def check_estimator_proba(proba, estimator, n_samples):
             "class of classes_."
         )
     return check_probability_array(proba, name=f"the output of {name}")
+
+
+def row_sum_error(proba, estimator):
+    """The error for an estimator's probabilities whose rows do not all sum
+    to one (within ``ROW_SUM_TOL``) or that hold NaN, naming the worst row."""
+    proba = np.asarray(proba, dtype=np.float64)
+    dev = np.abs(proba.sum(axis=1) - 1.0)
+    worst = int(np.argmax(np.where(np.isnan(dev), np.inf, dev)))
+    return ValueError(
+        f"Rows of the output of {_proba_name(estimator)} must sum to 1 "
+        f"(tolerance {ROW_SUM_TOL:g}) and hold no NaN; row {worst} is "
+        f"{np.array2string(proba[worst], threshold=6, precision=8)}."
+    )
+
+
+def _proba_name(estimator):
+    # A frozen model is named by the model it wraps.
+    inner = getattr(estimator, "estimator", None)
+    if type(estimator).__name__ == "FrozenEstimator" and inner is not None:
+        estimator = inner
+    return f"{type(estimator).__name__}.predict_proba"
 
 
 def check_probability_matrix(P, *, name="X", n_classes=None):

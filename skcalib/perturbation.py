@@ -39,10 +39,12 @@ from ._meta import (
 )
 from ._params import NoneOr, StrOptions, validate_params
 from ._validation import (
+    ROW_SUM_TOL,
     check_cv_splits,
     check_probability_array,
     check_random_generator,
     check_real,
+    row_sum_error,
 )
 
 __all__ = [
@@ -326,8 +328,17 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_samples, n_classes)
             Rows sum to one; columns follow ``classes_``.
+
+        Raises
+        ------
+        ValueError
+            If a row of the base estimator's probabilities holds NaN or does
+            not sum to one (within 1e-5). Values outside [0, 1] are clipped.
         """
-        check_is_fitted(self)
+        if not hasattr(self, "estimator_"):
+            # Only then: check_is_fitted reads the wrapped model's tags, which
+            # costs more than the rest of the set-up.
+            check_is_fitted(self)
         scale = _check_scale(self.scale)
         rng = check_random_generator(self.random_state)
         # The noise does not depend on X: it is drawn while the base estimator
@@ -341,8 +352,14 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             # unusual output): draw afresh from the generator.
             noise = None
         # Written into a buffer of our own (the noise's), never into the base
-        # estimator's output, which it may still hold.
-        return _backend.perturb_proba(proba, scale, rng, noise=noise)
+        # estimator's output, which it may still hold. The rows are checked
+        # in the same pass (values outside [0, 1] are clipped).
+        try:
+            return _backend.perturb_proba(
+                proba, scale, rng, noise=noise, row_sum_tol=ROW_SUM_TOL
+            )
+        except _backend.RowSumError:
+            raise row_sum_error(proba, self.estimator_) from None
 
     def predict(self, X):
         """Class of largest perturbed probability.

@@ -386,6 +386,46 @@ def test_base_output_never_written(n, model):
     assert_array_equal(proba[:, 0], 1.0 - proba[:, 1])
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("n", [500, 3 * 2**16 + 7])
+@pytest.mark.parametrize(
+    "bad_row, match",
+    [
+        ([np.nan, 0.5], "row 7 is"),  # NaN in the column that is not perturbed
+        ([0.5, np.nan], "row 7 is"),
+        ([0.5, np.inf], "row 7 is"),
+        ([0.3, 0.6], "row 7 is"),  # sums to 0.9
+        ([0.5, 0.5 + 2e-5], "row 7 is"),  # just beyond the tolerance
+    ],
+)
+def test_base_output_rows_checked(monkeypatch, compiled, n, bad_row, match):
+    # The base model's output is checked (NaN, rows summing to one) in the
+    # pass that perturbs it, on every path: small and large inputs, with and
+    # without the compiled loops, binary and multiclass.
+    if compiled and not HAVE_NUMBA:
+        pytest.skip("needs numba")
+    if not compiled:
+        monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", np.inf)
+    s0 = np.random.default_rng(0).uniform(size=n)
+    P = np.column_stack([1.0 - s0, s0])
+    clf = PerturbedClassifier(_frozen(ProbaColumns(), P), random_state=0)
+    clf.fit(P, np.arange(n) % 2)
+    # A row summing to one within the tolerance passes, and rows far outside
+    # [0, 1] that sum to one are clipped, as before.
+    P[3] = [0.5, 0.5 + 5e-6]
+    P[4] = [1.5, -0.5]
+    proba = clf.predict_proba(P)
+    assert proba[4, 1] >= 0.0 and _on_grid(proba[:, 1])
+    P[7] = bad_row
+    with pytest.raises(ValueError, match=f"ProbaColumns.predict_proba.*{match}"):
+        clf.predict_proba(P)
+    P3 = np.column_stack([P, np.zeros(n)])
+    P3[7] = [*bad_row, 0.0]
+    clf3 = PerturbedClassifier(_frozen(ProbaColumns(), P3), random_state=0)
+    with pytest.raises(ValueError, match=f"ProbaColumns.predict_proba.*{match}"):
+        clf3.fit(P3, np.arange(n) % 3).predict_proba(P3)
+
+
 @pytest.mark.parametrize("n_classes", [2, 4])
 def test_noise_drawn_during_prediction_gives_sequential_draws(n_classes):
     # Large inputs: the noise is drawn in a background thread while the base

@@ -9,7 +9,7 @@ from scipy import integrate, stats
 from skcalib._backend import sech_sampler
 from skcalib._backend.kernels import sech_cdf, sech_normalizer, sech_pdf, sech_ppf
 from skcalib._backend.score_grid import off_grid
-from skcalib._backend.sech_compiled import HAVE_NUMBA
+from skcalib._backend.sech_compiled import HAVE_NUMBA, compiled_loops
 from skcalib._backend.sech_sampler import sech_noise, sech_sample
 
 CENTRES = [0.0, 1e-3, 0.3, 0.5, 1.0]
@@ -463,3 +463,63 @@ def test_nearby_centres_share_their_support(n):
     # Grid points near the centre hold ~2**12 / (pi 2**24) of the mass each:
     # most draws of a hit a point that b also hit once n is in the thousands.
     assert shared > (0.1 if n < 10_000 else 0.8)
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="needs numba")
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 1001, 2**17 + 3])
+def test_compiled_pcg64_stream_is_random_raw(n):
+    # The compiled loop steps numpy's PCG64 itself: the words, the angles and
+    # the state afterwards are those of ``random_raw`` and the numpy passes.
+    loops = compiled_loops()
+    ref = np.random.PCG64(2024)
+    ref.random_raw(7)
+    state = ref.state["state"]
+    bits = np.empty(n, dtype=np.int64)
+    x = np.empty(n)
+    after = sech_sampler._pcg64_block(loops[3], state["state"], state["inc"], bits, x)
+    words = ref.random_raw(n)
+    np.testing.assert_array_equal(bits.view(np.uint64), words)
+    mag = words.view(np.int64) & np.int64(2**63 - 1)
+    np.testing.assert_array_equal(x, mag * (np.pi / 2.0**65))
+    assert after == ref.state["state"]["state"]
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="needs numba")
+def test_compiled_noise_leaves_the_generator_as_random_raw(monkeypatch):
+    # A pending 32-bit half word of the generator survives, as with the
+    # numpy passes, and the generator ends where they leave it.
+    n = 2 * sech_sampler._SECH_BLOCK + 5
+    results = []
+    for min_size in (0, np.inf):
+        monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", min_size)
+        gen = np.random.default_rng(5)
+        gen.integers(0, 10, dtype=np.int32)
+        noise = sech_sampler.sech_noise(n, 2**-6, gen)
+        results.append((noise, gen.bit_generator.state, gen.integers(2**31, size=4)))
+    (a, state_a, next_a), (b, state_b, next_b) = results
+    np.testing.assert_array_equal(a, b)
+    assert state_a == state_b and state_a["has_uint32"] == 1
+    np.testing.assert_array_equal(next_a, next_b)
+
+
+def test_numpy_passes_round_to_the_grid_like_rint():
+    # The numpy passes round a draw s in [0, 1] as (s + 2**28) - 2**28: the
+    # same grid point as rint(s 2**24) / 2**24, ties to even included.
+    rng = np.random.default_rng(0)
+    k = rng.integers(0, 2**24, 20_000).astype(np.float64)
+    ties = (k + 0.5) / 2**24
+    s = np.concatenate(
+        [
+            rng.uniform(size=20_000),
+            rng.uniform(size=20_000) ** 12,
+            ties,
+            np.nextafter(ties, 0.0),
+            np.nextafter(ties, 1.0),
+            k / 2**24,
+            [0.0, 5e-324, 2.0**-25, 3 * 2.0**-25, 1 - 2.0**-25, 1 - 2.0**-53, 1.0],
+        ]
+    )
+    shift = sech_sampler._GRID_SHIFT
+    expected = np.rint(s * 2.0**24) / 2.0**24
+    np.testing.assert_array_equal((s + shift) - shift, expected)
+    assert not np.signbit((s + shift) - shift).any()

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .score_grid import GRID_BITS, GRID_STEP, round_to_grid
-from .sech_sampler import sech_noise_async, sech_sample
+from .sech_sampler import RowSumError, sech_noise_async, sech_sample
 
-__all__ = ["perturb_proba", "perturbation_noise_async"]
+__all__ = ["RowSumError", "perturb_proba", "perturbation_noise_async"]
 
 # Relative gap kept between the perturbed top-label confidence and the runner-up.
 _TIE_MARGIN = 1e-12
@@ -51,7 +51,7 @@ def perturbation_noise_async(n_samples, n_classes, scale, rng):
     return sech_noise_async(n_samples, h, rng, with_complement=n_classes == 2)
 
 
-def perturb_proba(proba, scale, rng, *, noise=None):
+def perturb_proba(proba, scale, rng, *, noise=None, row_sum_tol=None):
     """Perturb probabilities with the truncated sech kernel, onto the grid.
 
     1-D ``proba`` (the positive-class probability ``p``) or two columns:
@@ -76,6 +76,10 @@ def perturb_proba(proba, scale, rng, *, noise=None):
         From :func:`perturbation_noise_async` with the same ``rng`` and
         ``n_classes`` (2 for a 1-D ``proba``). In the binary case it becomes
         the output (and must not be used again).
+    row_sum_tol : float, default=None
+        If given (2-D ``proba``), :class:`RowSumError` is raised unless every
+        row sums to one within it (NaN fails), checked in the pass that
+        perturbs the probabilities rather than in one of its own.
 
     Returns
     -------
@@ -96,6 +100,9 @@ def perturb_proba(proba, scale, rng, *, noise=None):
         # they are in cache (interleaved columns would cost strided passes),
         # and clips the centres to [0, 1] on the way.
         out = noise if _is_buffer(noise, n) else np.empty((2, n))
+        check = None
+        if row_sum_tol is not None:
+            check = (proba[:, 0], 1.0 - row_sum_tol, 1.0 + row_sum_tol)
         sech_sample(
             proba[:, 1],
             scale,
@@ -103,6 +110,7 @@ def perturb_proba(proba, scale, rng, *, noise=None):
             out=out[1],
             complement=out[0],
             noise=_noise_row(noise, out),
+            check_sum=check,
         )
         return out.T
 
@@ -121,6 +129,10 @@ def perturb_proba(proba, scale, rng, *, noise=None):
     rest = proba.copy()
     rest[rows, top] = 0.0
     rest_mass = rest.sum(axis=1)
+    if row_sum_tol is not None:
+        total = rest_mass + conf
+        if not (total.min() >= 1.0 - row_sum_tol and total.max() <= 1.0 + row_sum_tol):
+            raise RowSumError("rows of the probabilities must sum to 1.")
     left = 1.0 - new_conf
     even = left / (n_classes - 1)
     # A one-hot base row has no proportions to keep: split the mass evenly.

@@ -34,17 +34,25 @@ def _sign_and_scale(x, bits, h):
         x[i] = x[i] * np.float64(1 - 2 * ((bits[i] >> 63) & 1)) * h
 
 
-def _finish(noise, centre, out, complement, saved, bad, grid):
+def _finish(noise, centre, out, complement, saved, bad, grid, other, low, high):
     # ``out = clip(centre) + noise``, the clip keeping NaN like numpy's, then
     # rounded to the grid as ``score_grid.round_to_grid`` does (multiply,
     # rint, multiply: each exact or correctly rounded, as in numpy).
-    # Returns the number of draws outside [0, 1] (NaN included) and flags them
-    # in ``bad`` (unconditional stores keep the loop vectorised); ``saved``
-    # keeps every centre, for the redraw of those. ``noise`` may be ``out``.
+    # Returns the number of draws outside [0, 1] (NaN included), flagged in
+    # ``bad`` (unconditional stores keep the loop vectorised), and the number
+    # of rows whose ``centre + other`` is outside [low, high] or NaN (0
+    # without ``other``). ``saved`` (or None, when ``out`` is not ``centre``)
+    # keeps every centre, for the redraw of the rejected rows. ``noise`` may
+    # be ``out``.
     n_bad = 0
+    n_off = 0
     for i in range(noise.shape[0]):
         c = centre[i]
-        saved[i] = c
+        if saved is not None:
+            saved[i] = c
+        if other is not None:
+            t = other[i] + c
+            n_off += not ((t >= low) & (t <= high))
         cc = 0.0 if c < 0.0 else c
         cc = 1.0 if c > 1.0 else cc
         s = cc + noise[i]
@@ -56,20 +64,24 @@ def _finish(noise, centre, out, complement, saved, bad, grid):
             complement[i] = 1.0 - s
         bad[i] = outside
         n_bad += outside
-    return n_bad
+    return n_bad, n_off
 
 
 @functools.cache
 def compiled_loops():
-    """``(angles, sign_and_scale, finish)`` compiled with numba.
+    """``(angles, sign_and_scale, finish, pcg64_angles)`` compiled with numba.
 
-    None without numba.
+    None without numba. ``pcg64_angles`` draws numpy's PCG64 stream and the
+    angles in one pass (see :mod:`skcalib._backend.pcg64_compiled`).
     """
     if not HAVE_NUMBA:
         return None
     import numba
 
+    from .pcg64_compiled import pcg64_angles
+
     def jit(func):
         return numba.njit(cache=True, nogil=True, boundscheck=False)(func)
 
-    return tuple(jit(f) for f in (_angles, _sign_and_scale, _finish))
+    loops = tuple(jit(f) for f in (_angles, _sign_and_scale, _finish))
+    return (*loops, pcg64_angles)

@@ -14,6 +14,7 @@ centre). The noise ``h X`` does not depend on the centres, so it is drawn by
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -21,10 +22,18 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .kernels import sech_ppf
-from .score_grid import round_to_grid
+from .score_grid import GRID_BITS, round_to_grid
 from .sech_compiled import compiled_loops
 
-__all__ = ["sech_noise", "sech_noise_async", "sech_sample"]
+__all__ = ["RowSumError", "sech_noise", "sech_noise_async", "sech_sample"]
+
+
+class RowSumError(ValueError):
+    """A row of the probabilities checked by ``sech_sample(check_sum=...)``
+    does not sum to one (or holds NaN)."""
+
+
+_ROW_SUM_MESSAGE = "rows of the probabilities must sum to 1 and hold no NaN."
 
 # One proposal per 64-bit word of the bit generator: the sign bit of the word
 # (read as an int64) picks the side and the other 63 bits give m, with the
@@ -34,6 +43,9 @@ _LOW_BITS = np.int64(2**63 - 1)
 _ANGLE_PER_UNIT = np.pi / 2.0**65
 # Blocks small enough for the cache: the passes over a block cost little.
 _SECH_BLOCK = 1 << 17
+# 2**28: its last bit is worth 2**-24, the grid step (see _add_noise_blocks).
+_GRID_SHIFT = 2.0 ** (52 - GRID_BITS)
+_COMPILED_NOISE_BLOCK = 1 << 18
 _SECH_MIN_BLOCKS_PER_THREAD = 2
 _SECH_MAX_THREADS = 4
 _SECH_REJECTION_ROUNDS = 4
@@ -44,7 +56,9 @@ _PROPOSAL_MIN_SIZE = 64
 _PROPOSAL_MAX_SCALE = 0.25
 
 
-def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None, grid=True):
+def sech_sample(
+    s0, h, rng, *, out=None, complement=None, noise=None, grid=True, check_sum=None
+):
     """Draw one value from the truncated sech kernel centred at each ``s0``.
 
     Exact rejection sampling from the untruncated hyperbolic-secant law, keeping
@@ -106,6 +120,11 @@ def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None, grid=True)
         Round the draws to the grid. ``False`` keeps the unrounded draws, for
         a caller that maps them affinely before rounding (the top-label
         confidence).
+    check_sum : tuple (other, low, high), default=None
+        Check, in the pass that adds the noise, that every ``s0 + other``
+        (``other`` of the shape of ``s0``: the other column of a binary
+        probability matrix) lies in ``[low, high]``; :class:`RowSumError` is
+        raised if one does not (or is NaN).
 
     Returns
     -------
@@ -124,7 +143,15 @@ def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None, grid=True)
             raise ValueError("complement must have the shape of out.")
         if _overlaps(complement, out) or _overlaps(complement, s0):
             raise ValueError("complement must not overlap s0 or out.")
+    if check_sum is not None:
+        other, low, high = check_sum
+        other = np.asarray(other, dtype=np.float64)
+        if other.shape != s0.shape:
+            raise ValueError("check_sum: other must have the shape of s0.")
+        check_sum = (other.reshape(-1), float(low), float(high))
     if not _uses_proposals(s0.size, h):
+        if check_sum is not None:
+            _check_sums(s0.reshape(-1), *check_sum)
         draws = np.asarray(
             sech_ppf(rng.random(size=s0.shape), np.clip(s0, 0.0, 1.0), h),
             dtype=np.float64,
@@ -146,7 +173,9 @@ def sech_sample(s0, h, rng, *, out=None, complement=None, noise=None, grid=True)
             "noise must be out itself or not overlap s0, out or complement."
         )
     centre, dst = s0.reshape(-1), out.reshape(-1)
-    rows, centres = _add_noise(centre, noise, dst, complement, grid)
+    rows, centres, n_off = _add_noise(centre, noise, dst, complement, grid, check_sum)
+    if n_off:
+        raise RowSumError(_ROW_SUM_MESSAGE)
     if rows.size:
         _sech_redraw(centres, h, rng, dst, rows, grid)
         if complement is not None:
@@ -209,10 +238,31 @@ def sech_noise_async(n, h, rng, *, with_complement=False):
         return _DoneFuture(
             _noise_buffer(n, h, bitgen, _sech_threads(), with_complement)
         )
-    stream = copy.copy(bitgen)
+    if type(bitgen) in _STATE_COPIED:
+        # Only the state is read here, and set on the background thread's
+        # own generator there: a copy of the generator costs more.
+        stream = (type(bitgen), bitgen.state)
+    else:
+        stream = copy.copy(bitgen)
     bitgen.advance(n)
     # One thread: the other cores are busy computing the centres.
     return _noise_pool().submit(_noise_buffer, n, h, stream, 1, with_complement)
+
+
+# numpy's bit generators with ``advance``.
+_STATE_COPIED = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox)
+_STREAMS = threading.local()
+
+
+def _stream(kind, state):
+    """A generator of class ``kind`` (kept by this thread) set to ``state``."""
+    streams = getattr(_STREAMS, "by_kind", None)
+    if streams is None:
+        streams = _STREAMS.by_kind = {}
+    if kind not in streams:
+        streams[kind] = kind(0)
+    streams[kind].state = state
+    return streams[kind]
 
 
 class _DoneFuture:
@@ -224,6 +274,8 @@ class _DoneFuture:
 
 
 def _noise_buffer(n, h, bitgen, n_threads, with_complement):
+    if isinstance(bitgen, tuple):
+        bitgen = _stream(*bitgen)
     if not with_complement:
         return _sech_noise(n, h, bitgen, n_threads, None)
     buf = np.empty((2, n))
@@ -280,16 +332,82 @@ def _run_groups(func, tasks):
 def _noise_blocks(noise, h, bitgen, start, stop, loops):
     """Noise of rows ``start:stop``, block by block, reading ``bitgen``."""
     scratch = _sech_scratch()
-    for first in range(start, stop, _SECH_BLOCK):
-        x = noise[first : min(first + _SECH_BLOCK, stop)]
-        bits = bitgen.random_raw(x.shape[0]).view(np.int64)
+    # numpy's default bit generator is stepped inside the compiled loop
+    # itself (the same words as ``random_raw``, without its array).
+    pcg = loops is not None and type(bitgen) is np.random.PCG64
+    if pcg:
+        state = bitgen.state
+        inc, position = state["state"]["inc"], state["state"]["state"]
+    # The compiled path makes four passes over a block, the numpy one seven:
+    # it takes larger blocks (fewer calls, each of which waits for the GIL).
+    block = _SECH_BLOCK if loops is None else _COMPILED_NOISE_BLOCK
+    for first in range(start, stop, block):
+        x = noise[first : min(first + block, stop)]
+        if pcg:
+            bits = scratch.noise_bits[: x.shape[0]]
+            position = _pcg64_block(loops[3], position, inc, bits, x)
+        else:
+            bits = bitgen.random_raw(x.shape[0]).view(np.int64)
         if loops is None:
             _noise_passes(bits, h, x, scratch.bits[: x.shape[0]])
         else:
             angles, sign_and_scale = loops[:2]
-            angles(bits, _ANGLE_PER_UNIT, x)
+            if not pcg:
+                angles(bits, _ANGLE_PER_UNIT, x)
             _log_tan(x)
             sign_and_scale(x, bits, np.float64(h))
+    if pcg:
+        # As ``random_raw`` leaves it (the 32-bit buffer untouched).
+        state["state"]["state"] = position
+        bitgen.state = state
+
+
+_MASK_64 = (1 << 64) - 1
+_MASK_128 = (1 << 128) - 1
+
+
+def _pcg64_block(pcg64_angles, position, inc, bits, x):
+    """Words and angles of one block from the PCG64 state ``position``; the
+    state after them."""
+    seg = bits.shape[0] // 4
+    mult, add = _pcg64_jump(seg)
+    add = add * inc & _MASK_128
+    lanes = [position]
+    for _ in range(3):
+        lanes.append((lanes[-1] * mult + add) & _MASK_128)
+    lane_hi = np.array([lane >> 64 for lane in lanes], dtype=np.uint64)
+    lane_lo = np.array([lane & _MASK_64 for lane in lanes], dtype=np.uint64)
+    hi, lo = pcg64_angles(
+        lane_hi,
+        lane_lo,
+        np.uint64(inc >> 64),
+        np.uint64(inc & _MASK_64),
+        seg,
+        bits.view(np.uint64),
+        _ANGLE_PER_UNIT,
+        x,
+    )
+    return (int(hi) << 64) | int(lo)
+
+
+@functools.lru_cache(maxsize=16)
+def _pcg64_jump(k):
+    """``(A, B)``: ``k`` steps of PCG64 take the state ``s`` to
+    ``A s + B inc`` (mod 2**128)."""
+    from .pcg64_compiled import PCG64_MULTIPLIER
+
+    mult, add = 1, 0
+    step_mult, step_add = PCG64_MULTIPLIER, 1
+    while k:
+        if k & 1:
+            mult = mult * step_mult & _MASK_128
+            add = (add * step_mult + step_add) & _MASK_128
+        step_mult, step_add = (
+            step_mult * step_mult & _MASK_128,
+            (step_add * step_mult + step_add) & _MASK_128,
+        )
+        k >>= 1
+    return mult, add
 
 
 def _noise_passes(bits, h, out, mag):
@@ -319,40 +437,53 @@ def _log_tan(x):
         np.log(x, out=x)
 
 
-def _add_noise(centre, noise, out, complement, grid):
+def _add_noise(centre, noise, out, complement, grid, check_sum=None):
     """``out = round(clip(centre) + noise)`` (and ``complement = 1 - out``).
 
-    By blocks; returns the rows outside [0, 1] and their centres (``out``
-    may be ``centre`` or ``noise`` itself).
+    By blocks; returns the rows outside [0, 1], their centres and the number
+    of blocks failing ``check_sum`` (``out`` may be ``centre`` or ``noise``
+    itself).
     """
     n = centre.shape[0]
     loops = _sech_loops(n)
+    # Only when the draws replace the centres must the centres be kept aside
+    # for the redraw of rejected rows.
+    in_place = _overlaps(out, centre)
     tasks = [
-        (centre, noise, out, complement, grid, loops, start, stop)
+        (centre, noise, out, complement, grid, loops, start, stop, in_place, check_sum)
         for start, stop in _block_groups(n, _sech_threads())
     ]
-    rows, centres = [], []
-    for group_rows, group_centres in _run_groups(_add_noise_blocks, tasks):
+    rows, centres, n_off = [], [], 0
+    for group_rows, group_centres, group_off in _run_groups(_add_noise_blocks, tasks):
         rows += group_rows
         centres += group_centres
+        n_off += group_off
     if not rows:
-        return np.empty(0, dtype=np.intp), np.empty(0)
-    return np.concatenate(rows), np.concatenate(centres)
+        return np.empty(0, dtype=np.intp), np.empty(0), n_off
+    return np.concatenate(rows), np.concatenate(centres), n_off
 
 
-def _add_noise_blocks(centre, noise, out, complement, grid, loops, start, stop):
-    """:func:`_add_noise` on rows ``start:stop``; lists of rows and centres."""
+def _add_noise_blocks(
+    centre, noise, out, complement, grid, loops, start, stop, in_place, check_sum
+):
+    """:func:`_add_noise` on rows ``start:stop``: lists of rows and centres,
+    and the number of blocks failing ``check_sum``."""
     scratch = _sech_scratch()
-    rows, centres = [], []
+    rows, centres, n_off = [], [], 0
+    other, low, high = (None, 0.0, 0.0) if check_sum is None else check_sum
     for first in range(start, stop, _SECH_BLOCK):
         block = slice(first, min(first + _SECH_BLOCK, stop))
         c, d, x = centre[block], out[block], noise[block]
         e = None if complement is None else complement[block]
-        kept, flags = scratch.saved[: d.shape[0]], scratch.bad[: d.shape[0]]
+        o = None if other is None else other[block]
+        m = d.shape[0]
+        kept, flags = scratch.saved[:m], scratch.bad[:m]
         if loops is None:
+            if o is not None:
+                n_off += _check_sums(c, o, low, high, scratch.sums[:m], fail=False)
             # Computed in a contiguous buffer, then written: ``out`` and
             # ``complement`` are often strided, where numpy passes are slow.
-            s = scratch.draws[: d.shape[0]]
+            s = scratch.draws[:m]
             np.clip(c, 0.0, 1.0, out=s)
             s += x
             lo, hi = s.min(), s.max()
@@ -363,20 +494,39 @@ def _add_noise_blocks(centre, noise, out, complement, grid, loops, start, stop):
                 rows.append(first + bad)
                 centres.append(c[bad])
             if grid:
-                round_to_grid(s, out=s)
-            np.copyto(d, s)
+                # round_to_grid in two passes, the second writing ``out``:
+                # adding 2**28 leaves a last bit worth 2**-24, so the sum is
+                # rounded to the grid (ties to even) and the difference is
+                # exact. Only for draws in [0, 1], the others are redrawn.
+                s += _GRID_SHIFT
+                np.subtract(s, _GRID_SHIFT, out=d)
+            else:
+                np.copyto(d, s)
             if e is not None:
-                np.subtract(1.0, s, out=e)
+                np.subtract(1.0, d, out=e)
             continue
+        saved = kept if in_place else None
         if not c.flags.c_contiguous:
             # The compiled loop is only vectorised on contiguous input.
             np.copyto(kept, c)
-            c = kept
-        if loops[2](x, c, d, e, kept, flags, grid):
+            c, saved = kept, None
+        n_bad, block_off = loops[2](x, c, d, e, saved, flags, grid, o, low, high)
+        n_off += block_off > 0
+        if n_bad:
             bad = np.flatnonzero(flags)
             rows.append(first + bad)
-            centres.append(kept[bad])
-    return rows, centres
+            centres.append((c if saved is None else saved)[bad])
+    return rows, centres, n_off
+
+
+def _check_sums(centre, other, low, high, work=None, *, fail=True):
+    """Whether some ``centre + other`` is outside [low, high] or NaN (raises
+    :class:`RowSumError` if ``fail``)."""
+    t = np.add(other, centre, out=work)
+    off = not (t.min() >= low and t.max() <= high)
+    if off and fail:
+        raise RowSumError(_ROW_SUM_MESSAGE)
+    return off
 
 
 def _sech_redraw(centres, h, rng, out, todo, grid):
@@ -439,6 +589,8 @@ class _SechScratch:
         self.saved = np.empty(size)
         self.draws = np.empty(size)
         self.bad = np.empty(size, dtype=bool)
+        self.sums = np.empty(size)
+        self.noise_bits = np.empty(_COMPILED_NOISE_BLOCK, dtype=np.int64)
 
 
 _SECH_SCRATCH = threading.local()
