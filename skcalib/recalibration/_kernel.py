@@ -224,8 +224,8 @@ default="auto"
     (3, 1)
     >>> bool(np.all(np.abs(q[:, 0] - [0.3, 0.5, 0.7]) < 0.1))
     True
-    >>> cal.base_, cal.bandwidth_    # logistic in p, nearly linear: no correction
-    ('sigmoid', inf)
+    >>> cal.base_, cal.bandwidth_    # a smooth monotone map: no correction
+    ('beta', inf)
     >>> P = np.column_stack([1 - p, p])               # or the full matrix
     >>> cal.fit(P, y).transform(P[:2]).sum(axis=1)
     array([1., 1.])
