@@ -168,7 +168,7 @@ def test_decision_function_models_are_accepted(n_classes):
         ({"verbose": -1}, "verbose"),
         ({"pseudo_count": -1.0}, "pseudo_count"),
         ({"eps": 0.5}, "eps"),
-        ({"base": "beta"}, "base"),
+        ({"base": "isotonic"}, "base"),
         ({"method": "kde"}, "method"),
         ({"bandwidth": -0.1}, "bandwidth"),
         ({"bandwidth": np.nan}, "bandwidth"),

@@ -2,7 +2,8 @@
 
 The map of a binary problem is ``q(z) = expit(u + alpha(u))`` with ``z`` the
 log-odds of the input probability, ``u = a z + b`` a Platt (or, with ``b = 0``,
-temperature) fit and ``alpha`` a local-likelihood correction: at each node
+temperature; with ``+ c log p(1 - p)``, beta) fit and ``alpha`` a
+local-likelihood correction: at each node
 ``u_k`` the offset ``alpha_k`` maximises the kernel-weighted log-likelihood
 ``sum_i w_i K_h(u_k - u_i) log p(y_i | expit(u_i + alpha_k))``, shrunk towards
 0 by a pseudo-observation whose label is the base prediction ``expit(u_k)``.
@@ -57,16 +58,29 @@ MONOTONE = 0.0
 # the scores are dense, wide in the tails); inf = no correction.
 BANDWIDTHS = tuple(2.0 ** np.arange(-7, 0)) + (np.inf, MONOTONE)
 N_FOLDS = 5
+# Entropy mixed into the seeds of the folds (see stratified_folds).
+FOLD_ENTROPY = 0x9E3779B97F4A7C15
 # Prior standard deviations of the log-slope (log inverse temperature; a
 # one-sided penalty on slopes above 1) and of the intercept of the base.
 LOG_SCALE_PRIOR_SD = 2.0
 INTERCEPT_PRIOR_SD = 10.0
+# Prior standard deviation of the beta base's coefficient on log p(1 - p).
+EXTRA_PRIOR_SD = 2.0
+# The beta base's |c| / a at most: below 1, so that both exponents of the
+# beta map stay positive and the base log-odds strictly increasing.
+BETA_SHAPE_LIMIT = 0.9
 # Candidates within this many standard errors of the best count as ties.
 SE_MULTIPLIER = 2.0
+# The same among the parametric bases alone, from MIN_NARROW_MARGIN_ROWS
+# rows (see _two_stage_choice).
+BASE_SE_MULTIPLIER = 1.0
+MIN_NARROW_MARGIN_ROWS = 500
 # Rows within one standard deviation of the narrowest correction window.
 MIN_WINDOW_ROWS = 8.0
 # Rows from which the step map (bandwidth 0) is a candidate.
 MIN_STEP_ROWS = 500
+# Rows from which the beta base is a candidate.
+MIN_BETA_ROWS = 500
 MAX_NODES = 129
 # Rows used to select the multiclass bandwidth and to fit the temperature
 # (one inverse temperature on 8192 rows has a relative standard error of
@@ -172,7 +186,7 @@ def bin_to_nodes(u, y, w, nodes):
 # ---------------------------------------------------------------------------
 
 
-def fit_platt(z, stats, *, intercept=True, max_iter=100):
+def fit_platt(z, stats, *, intercept=True, extra=None, ridge=0.0, max_iter=100):
     """Platt scaling ``expit(a z + b)``, ``a > 0``, fitted to node statistics.
 
     Maximum a posteriori: the weighted log-likelihood plus a half-Gaussian
@@ -181,39 +195,54 @@ def fit_platt(z, stats, *, intercept=True, max_iter=100):
     wide Gaussian prior on ``b``. The penalty keeps ``a`` finite on
     separable calibration data (the plain maximum-likelihood slope is then
     infinite) without shrinking confident predictions the way Platt's
-    smoothed targets do. Newton's method on ``(log a, b)``, the Hessian
-    shifted to positive definiteness where needed, with step halving.
+    smoothed targets do. With ``extra`` (a second regressor ``s`` at the
+    nodes) the map is ``expit(a z + b + c s)``, with a Gaussian prior of
+    standard deviation ``EXTRA_PRIOR_SD`` on ``c``; ``ridge`` adds ``ridge a^2
+    / 2`` (the prior of a ``c`` tied to ``a``). Newton's method on
+    ``(log a, b, c)``, the Hessian shifted to positive definiteness where
+    needed, with step halving.
 
     Returns
     -------
-    (a, b) : tuple of float (``b = 0`` without intercept)
+    (a, b) or (a, b, c) : tuple of float (``b = 0`` without intercept)
     """
     W1, W = stats
-    prec = np.array([LOG_SCALE_PRIOR_SD**-2, INTERCEPT_PRIOR_SD**-2])
-    d = 2 if intercept else 1
-    prec = prec[:d]
+    cols = [np.ones_like(z)] if intercept else []
+    prec = [LOG_SCALE_PRIOR_SD**-2] + [INTERCEPT_PRIOR_SD**-2] * len(cols)
+    if extra is not None:
+        cols.append(extra)
+        prec.append(EXTRA_PRIOR_SD**-2)
+    # Regressors of the linear coefficients (all but the log-slope).
+    X = np.array(cols).reshape(len(cols), z.shape[0])
+    prec = np.array(prec)
+    d = prec.shape[0]
 
     def penalised(theta):
         # Only a log-slope above 0 (sharper than the model) is penalised.
         return np.concatenate([[max(theta[0], 0.0)], theta[1:]])
 
+    def linear(theta):
+        return np.exp(theta[0]) * z + theta[1:] @ X
+
     def objective(theta):
-        eta = np.exp(theta[0]) * z + (theta[1] if intercept else 0.0)
+        eta = linear(theta)
         pen = penalised(theta)
-        return float(W @ np.logaddexp(0.0, eta) - W1 @ eta + 0.5 * prec @ pen**2)
+        nll = float(W @ np.logaddexp(0.0, eta) - W1 @ eta)
+        return nll + 0.5 * (prec @ pen**2 + ridge * np.exp(2.0 * theta[0]))
 
     theta = np.zeros(d)
     value = objective(theta)
     for _ in range(max_iter):
         a = np.exp(theta[0])
-        eta = a * z + (theta[1] if intercept else 0.0)
-        p = expit(eta)
+        p = expit(linear(theta))
         r, v = W * p - W1, W * p * (1.0 - p)
-        grad = np.array([a * (r @ z), r.sum()][:d]) + prec * penalised(theta)
-        curv = prec * np.concatenate([[float(theta[0] > 0)], np.ones(d - 1)])
-        hess = np.array(
-            [[a * (r @ z) + a * a * (v @ (z * z)), a * (v @ z)], [a * (v @ z), v.sum()]]
-        )[:d, :d] + np.diag(curv)
+        # Jacobian of the linear predictor in theta, one row per coefficient.
+        J = np.vstack([a * z, X])
+        grad = J @ r + prec * penalised(theta)
+        grad[0] += ridge * a * a
+        hess = (J * v) @ J.T
+        hess[0, 0] += a * (r @ z) + 2.0 * ridge * a * a
+        hess += np.diag(prec * np.r_[float(theta[0] > 0), np.ones(d - 1)])
         low = np.linalg.eigvalsh(hess)[0]
         if low <= 1e-12:
             hess += (1e-9 - low + 1e-12 * np.abs(hess).max()) * np.eye(d)
@@ -231,7 +260,8 @@ def fit_platt(z, stats, *, intercept=True, max_iter=100):
         gain, value = value - new, new
         if gain <= 1e-13 * (abs(value) + 1.0):
             break
-    return float(np.exp(theta[0])), float(theta[1]) if intercept else 0.0
+    coef = (float(np.exp(theta[0])), float(theta[1]) if intercept else 0.0)
+    return coef + ((float(theta[-1]),) if extra is not None else ())
 
 
 def fit_inverse_temperature(L, y_idx, w):
@@ -500,20 +530,21 @@ def _node_log_loss(log_odds, stats, eps, mix=0.0):
     return np.concatenate([l1, l0]), np.concatenate([W1, W - W1])
 
 
-def standard_error_choice(candidates, losses, weights, n_eff):
-    """The first (simplest) candidate within ``SE_MULTIPLIER`` standard errors.
+def standard_error_choice(candidates, losses, weights, n_eff, multiplier=SE_MULTIPLIER):
+    """The first (simplest) candidate within ``multiplier`` standard errors.
 
     ``losses[c]`` holds the held-out losses of candidate ``c``, paired across
     candidates (same samples, same order) and weighted by ``weights``. A
     candidate is kept if its mean loss exceeds the best one's by at most
-    ``SE_MULTIPLIER`` standard errors of the mean paired difference, with
+    ``multiplier`` standard errors of the mean paired difference, with
     ``n_eff`` independent samples (Breiman's one-SE rule, on paired
-    differences and with a wider margin). The paired difference is what
-    tells two candidates apart; its standard error shrinks with the sample
-    size much faster than that of either mean loss, so a large calibration
-    set gets the map it supports, while on a small one the margin keeps the
-    winner of many noisy comparisons from being chosen by chance.
-    Returns the chosen candidate and ``{candidate: mean loss}``.
+    differences; for the bandwidths with a wider margin). The paired
+    difference is what tells two candidates apart; its standard error
+    shrinks with the sample size much faster than that of either mean loss,
+    so a large calibration set gets the map it supports, while on a small
+    one the margin keeps the winner of many noisy comparisons from being
+    chosen by chance. Returns the chosen candidate and ``{candidate: mean
+    loss}``.
     """
     total = weights.sum()
     means = {c: float(weights @ losses[c]) / total for c in candidates}
@@ -522,19 +553,53 @@ def standard_error_choice(candidates, losses, weights, n_eff):
         d = losses[c] - losses[best]
         gap = means[c] - means[best]
         var = max(float(weights @ (d * d)) / total - gap * gap, 0.0)
-        if gap <= SE_MULTIPLIER * np.sqrt(var / max(n_eff, 1.0)):
+        if gap <= multiplier * np.sqrt(var / max(n_eff, 1.0)):
             return c, means
     return best, means  # pragma: no cover (the best is within 0 of itself)
 
 
-def _choose(candidates, losses, weights, w):
-    """:func:`standard_error_choice` on per-fold lists of losses and weights."""
-    return standard_error_choice(
-        candidates,
-        {c: np.concatenate(v) for c, v in losses.items()},
-        np.concatenate(weights),
-        effective_size(w),
+def _two_stage_choice(bases, hs, cross_validate, weights, n_eff):
+    """Base, then bandwidth, by :func:`standard_error_choice`.
+
+    ``cross_validate(base, h, state)`` returns ``(state, losses)``: the
+    held-out losses of the map ``(base, h)``, and what warm-starts the next
+    bandwidth. The bases are compared at the simplest bandwidth ``hs[0]``
+    (``inf`` when the bandwidth is selected) with ``BASE_SE_MULTIPLIER``;
+    only the chosen base is then corrected, at the other bandwidths, and
+    the bandwidth is chosen with ``SE_MULTIPLIER`` (the margin of the bases
+    too below ``MIN_NARROW_MARGIN_ROWS`` rows). A few nested parametric
+    maps are not many noisy comparisons: an extra coefficient costs about
+    ``1 / (2 n)`` nats where it is not needed, while one that is needed but
+    refused costs its whole gain, which the bandwidths' wide margin would
+    let reach ``2 SE_MULTIPLIER^2 / n``. The corrections of different bases
+    at one bandwidth differ far less than their bases (the correction
+    absorbs the difference), so correcting one base costs little and saves
+    most of the fits. Returns ``((base, h), {candidate: mean loss})``.
+    """
+    losses, states = {}, {}
+    for bs in bases:
+        states[bs], losses[(bs, hs[0])] = cross_validate(bs, hs[0], None)
+    first = [(bs, hs[0]) for bs in bases]
+    # Below MIN_NARROW_MARGIN_ROWS the paired standard error understates the
+    # noise of the comparison (one confident mistake more or less in a fold
+    # of saturated scores moves a base's loss by far more), and the bases
+    # keep the wide margin.
+    narrow = n_eff >= MIN_NARROW_MARGIN_ROWS
+    (base, _), _ = standard_error_choice(
+        first,
+        losses,
+        weights,
+        n_eff,
+        BASE_SE_MULTIPLIER if narrow else SE_MULTIPLIER,
     )
+    state = states[base]
+    for h in hs[1:]:
+        state, losses[(base, h)] = cross_validate(base, h, state)
+    chosen, _ = standard_error_choice(
+        [(base, h) for h in hs], losses, weights, n_eff, SE_MULTIPLIER
+    )
+    total = weights.sum()
+    return chosen, {c: float(weights @ v) / total for c, v in losses.items()}
 
 
 def effective_size(w):
@@ -545,8 +610,16 @@ def effective_size(w):
 
 
 def stratified_folds(y_idx, n_folds=N_FOLDS, seed=0):
-    """Fold index per sample: labels spread evenly, order otherwise random."""
-    rng = np.random.default_rng(seed)
+    """Fold index per sample: labels spread evenly, order otherwise random.
+
+    The generator is seeded with ``(FOLD_ENTROPY, seed)``, not with ``seed``
+    alone: scores drawn as ``default_rng(0).uniform(size=n)`` would otherwise
+    be the very numbers that order the folds, each fold would then hold
+    every fifth row of each class in order of its score, and the held-out
+    rows would sit between training rows of the same label, a leak that
+    makes the narrowest corrections look best.
+    """
+    rng = np.random.default_rng((FOLD_ENTROPY, seed))
     order = np.lexsort((rng.random(y_idx.shape[0]), y_idx))
     folds = np.empty(y_idx.shape[0], dtype=np.intp)
     folds[order] = np.arange(y_idx.shape[0]) % n_folds
@@ -563,11 +636,36 @@ def _base_feature(z, base):
     return expit(z) if base == "sigmoid" else z
 
 
+def _beta_feature(z):
+    """``log p + log(1 - p)`` of the score of log-odds ``z``."""
+    return log_expit(z) + log_expit(-z)
+
+
+def _base_log_odds(z, base, coef):
+    """Base log-odds ``a x + b (+ c s)`` of scores of log-odds ``z``."""
+    u = coef[0] * _base_feature(z, base) + coef[1]
+    if base == "beta":
+        u = u + coef[2] * _beta_feature(z)
+    return u
+
+
 def _fit_base(z_nodes, stats, base):
-    """Base log-odds at the nodes and its coefficients ``(a, b)``."""
+    """Base log-odds at the nodes and its coefficients ``(a, b)`` (or
+    ``(a, b, c)`` for the beta base)."""
     x = _base_feature(z_nodes, base)
-    a, b = fit_platt(x, stats, intercept=base != "temperature")
-    return a * x + b, (a, b)
+    if base != "beta":
+        coef = fit_platt(x, stats, intercept=base != "temperature")
+        return coef[0] * x + coef[1], coef
+    s = _beta_feature(z_nodes)
+    coef = fit_platt(x, stats, extra=s)
+    if abs(coef[2]) > BETA_SHAPE_LIMIT * coef[0]:
+        # The constrained optimum lies on the violated face c = +-limit a,
+        # where the map is Platt scaling of the regressor z +- limit s (and
+        # the prior of c one on a).
+        ratio = float(np.copysign(BETA_SHAPE_LIMIT, coef[2]))
+        a, b = fit_platt(x + ratio * s, stats, ridge=(ratio / EXTRA_PRIOR_SD) ** 2)
+        coef = (a, b, ratio * a)
+    return _base_log_odds(z_nodes, base, coef), coef
 
 
 @dataclass(frozen=True)
@@ -575,7 +673,10 @@ class BinaryLogitFit:
     """Fitted binary map: base log-odds ``u = a x + b`` then the correction.
 
     ``x`` is the log-odds ``z`` of the score (bases ``"temperature"``, with
-    ``b = 0``, and ``"platt"``) or the score itself (``"sigmoid"``).
+    ``b = 0``, and ``"platt"``) or the score itself (``"sigmoid"``). The
+    ``"beta"`` base adds ``c log(p (1 - p))``: ``u = (a + c) log p - (a - c)
+    log(1 - p) + b``, beta calibration, with ``|c| < a`` so that it
+    increases.
     """
 
     base: str
@@ -587,8 +688,7 @@ class BinaryLogitFit:
         return self.correction.bandwidth
 
     def __call__(self, z):
-        a, b = self.coef
-        u = a * _base_feature(z, self.base) + b
+        u = _base_log_odds(z, self.base, self.coef)
         return expit(self.correction.log_odds(u))
 
 
@@ -605,7 +705,7 @@ def _simplest_first(hs):
     return sorted(hs, reverse=True)
 
 
-BINARY_BASES = ("temperature", "platt", "sigmoid")
+BINARY_BASES = ("temperature", "platt", "beta", "sigmoid")
 
 
 def candidate_bandwidths(n_eff):
@@ -648,23 +748,26 @@ def _candidates(bandwidth, base, auto_bases, n_eff):
     hs = _simplest_first(
         candidate_bandwidths(n_eff) if bandwidth == "auto" else (float(bandwidth),)
     )
-    bases = auto_bases if base == "auto" else (base,)
+    if base == "auto":
+        bases = tuple(b for b in auto_bases if b != "beta" or n_eff >= MIN_BETA_ROWS)
+    else:
+        bases = (base,)
     return hs, bases, [(bs, h) for h in hs for bs in bases]
 
 
 def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
     """Fit the binary map; choose base and bandwidth by cross-validated log-loss.
 
-    The candidates are every base (``base="auto"``: ``BINARY_BASES``, else
-    the one given) with every bandwidth (``bandwidth="auto"``:
-    ``BANDWIDTHS``, else the one given); a single candidate is fitted
-    directly. The held-out
-    log-loss is evaluated on node statistics (stratified 5-fold
-    cross-validation, repeated for small samples), and the simplest candidate
-    of :func:`standard_error_choice` is kept (larger bandwidths before
-    smaller ones, then the bases in the order of ``BINARY_BASES``), with the
-    held-out probabilities mixed towards 1/2 as the output will be
-    (:func:`uniform_mix` of the training folds' size).
+    The candidates are the bases (``base="auto"``: ``BINARY_BASES``, the
+    beta base from ``MIN_BETA_ROWS`` rows; else the one given) and the
+    bandwidths (``bandwidth="auto"``: ``BANDWIDTHS``, else the one given); a
+    single candidate is fitted directly. The held-out log-loss is evaluated
+    on node statistics (stratified 5-fold cross-validation, repeated for
+    small samples), with the held-out probabilities mixed towards 1/2 as the
+    output will be (:func:`uniform_mix` of the training folds' size); the
+    base, then the bandwidth of its correction, are chosen by
+    :func:`_two_stage_choice` (bases in the order of ``BINARY_BASES``,
+    larger bandwidths before smaller ones).
 
     Parameters
     ----------
@@ -692,12 +795,11 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
     hs, bases, candidates = _candidates(bandwidth, base, BINARY_BASES, n_eff)
     scores = None
     if len(candidates) > 1 and z.shape[0] >= 2 * N_FOLDS:
-        losses = {c: [] for c in candidates}
         repeats = _n_repeats(z.shape[0])
         mix = uniform_mix(float(w.sum()) * (N_FOLDS - 1) / N_FOLDS)
-        # Node statistics of every (repeat, fold), and the base of every
-        # (repeat, fold, base): the corrections of one bandwidth are then
-        # fitted together, warm-started from the previous bandwidth's.
+        # Node statistics of every (repeat, fold): the corrections of one
+        # bandwidth are fitted together, warm-started from the previous
+        # bandwidth's.
         held = []
         for r in range(repeats):
             folds = stratified_folds(y.astype(np.intp), seed=r)
@@ -710,27 +812,27 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
         held = np.array(held).reshape(repeats * N_FOLDS, 2, -1)
         total = held.reshape(repeats, N_FOLDS, 2, -1).sum(axis=1)
         train = np.repeat(total, N_FOLDS, axis=0) - held
-        weights = [_node_log_loss(nodes, st, eps)[1] for st in held]
-        U = np.array([[_fit_base(nodes, st, bs)[0] for bs in bases] for st in train])
-        U = U.reshape(-1, nodes.shape[0])
-        per_fold = len(bases)
-        train_b = np.repeat(train, per_fold, axis=0)
-        squared = None
-        alpha = None
-        for h in hs:
+        weights = np.concatenate([_node_log_loss(nodes, st, eps)[1] for st in held])
+        squared, base_fits = [], {}
+
+        def cross_validate(bs, h, alpha):
+            if bs not in base_fits:
+                base_fits[bs] = np.array([_fit_base(nodes, st, bs)[0] for st in train])
+            U = base_fits[bs]
             kern = None
             if np.isfinite(h) and h != MONOTONE:
-                if squared is None:
+                if not squared:
                     F = np.array([node_coordinates(st) for st in train])
-                    squared = np.square(F[:, :, None] - F[:, None, :])
-                kern = np.repeat(np.exp(squared * (-0.5 / (h * h))), per_fold, axis=0)
-            alpha = fit_corrections(U, train_b, h, prior, init=alpha, kern=kern)
-            for i in range(U.shape[0]):
-                held_out = _node_log_loss(
-                    U[i] + alpha[i], held[i // per_fold], eps, mix
-                )
-                losses[(bases[i % per_fold], h)].append(held_out[0])
-        (base, h), scores = _choose(candidates, losses, weights, w)
+                    squared.append(np.square(F[:, :, None] - F[:, None, :]))
+                kern = np.exp(squared[0] * (-0.5 / (h * h)))
+            alpha = fit_corrections(U, train, h, prior, init=alpha, kern=kern)
+            losses = [
+                _node_log_loss(U[i] + alpha[i], held[i], eps, mix)[0]
+                for i in range(U.shape[0])
+            ]
+            return alpha, np.concatenate(losses)
+
+        (base, h), scores = _two_stage_choice(bases, hs, cross_validate, weights, n_eff)
     else:
         base, h = candidates[0]
     stats = bin_to_nodes(z, y, w, nodes)
@@ -753,7 +855,7 @@ def one_vs_rest_log_probabilities(Z, coef, base):
     coefficients; ``x_k`` is ``Z[:, k]`` (``"platt"``) or its probability
     (``"sigmoid"``).
     """
-    log_q = log_expit(_base_feature(Z, base) * coef[:, 0] + coef[:, 1])
+    log_q = log_expit(_base_log_odds(Z, base, coef.T))
     return log_q - logsumexp(log_q, axis=1, keepdims=True)
 
 
@@ -881,7 +983,7 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
     ``L`` holds log-probabilities (:func:`log_probabilities`). Selection uses
     an evenly spaced subset of at most ``MAX_SELECTION_ROWS`` rows (the final
     fit uses all of them), stratified 5-fold cross-validation (repeated for
-    small samples) and :func:`standard_error_choice`; one bandwidth serves
+    small samples) and :func:`_two_stage_choice`; one bandwidth serves
     every class. The temperature is fitted on the same subset. When a
     corrected map (finite bandwidth) was selected, its ``sharpness`` is
     fitted on the same subset too, to the map's out-of-fold output; a single
@@ -902,30 +1004,42 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
     scores = None
     if len(candidates) > 1 and n >= 2 * N_FOLDS:
         Ls, ys, ws = L[rows], y_idx[rows], w[rows]
-        losses = {c: [] for c in candidates}
         # The first split's fold maps and held-out base log-odds, from which
         # the chosen map's out-of-fold output is rebuilt without refitting.
-        first_split = {c: [] for c in candidates}
-        weights = []
+        first_split = {}
         repeats = _n_repeats(rows.shape[0], L.shape[1] - 1)
         mix = uniform_mix(float(ws.sum()) * (N_FOLDS - 1) / N_FOLDS)
+        splits = []
         for r in range(repeats):
             folds = stratified_folds(ys, seed=r)
             for f in range(N_FOLDS):
                 tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
-                weights.append(ws[te])
-                for bs in bases:
-                    parts = _ClassStatistics(Ls[tr], ys[tr], ws[tr], bs)
-                    alphas = U_te = None
-                    for h in hs:
-                        fit, alphas = parts.fit(h, prior, alphas)
-                        if U_te is None:  # the same base for every bandwidth
-                            U_te = fit.base_log_odds(Ls[te])
-                        loss = _multiclass_losses(fit, U_te, ys[te], eps, mix)
-                        losses[(bs, h)].append(loss)
-                        if r == 0:
-                            first_split[(bs, h)].append((te, fit, U_te))
-        (base, h), scores = _choose(candidates, losses, weights, ws)
+                splits.append((r, tr, te))
+        weights = np.concatenate([ws[te] for _, _, te in splits])
+        parts = {}  # base -> [(fold statistics, held-out base log-odds)]
+
+        def cross_validate(bs, h, alphas):
+            if bs not in parts:
+                parts[bs] = [
+                    [_ClassStatistics(Ls[tr], ys[tr], ws[tr], bs), None]
+                    for _, tr, _ in splits
+                ]
+            alphas = alphas or [None] * len(splits)
+            out, losses = [], []
+            for i, (r, _, te) in enumerate(splits):
+                part = parts[bs][i]
+                fit, a = part[0].fit(h, prior, alphas[i])
+                if part[1] is None:  # the same base for every bandwidth
+                    part[1] = fit.base_log_odds(Ls[te])
+                out.append(a)
+                losses.append(_multiclass_losses(fit, part[1], ys[te], eps, mix))
+                if r == 0:
+                    first_split.setdefault((bs, h), []).append((te, fit, part[1]))
+            return out, np.concatenate(losses)
+
+        (base, h), scores = _two_stage_choice(
+            bases, hs, cross_validate, weights, effective_size(ws)
+        )
     else:
         base, h = candidates[0]
     fit = _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0]

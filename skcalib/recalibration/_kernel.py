@@ -46,7 +46,7 @@ __all__ = ["KernelRecalibrator"]
 _METHODS = ("auto", "logit", "grid", "classwise", "canonical")
 # Fitted attributes that only some methods set.
 _METHOD_ATTRIBUTES = ("base_", "maps_", "calibration_points_")
-_BASES = ("auto", "temperature", "platt", "sigmoid")
+_BASES = ("auto", "temperature", "platt", "beta", "sigmoid")
 _GRID_BANDWIDTHS = ("auto", "smece")
 _DIRICHLET_BANDWIDTHS = ("auto", "mle", "risk")
 # Points used by the multiclass bandwidth selectors (O(m^2 K) per candidate).
@@ -118,17 +118,21 @@ default="auto"
         grid of candidate ``b``, ``"mle"`` maximises the leave-one-out kernel
         density likelihood, ``"risk"`` uses risk alignment, and a float > 0
         is ``b``.
-    base : {"auto", "temperature", "platt", "sigmoid"}, default="auto"
+    base : {"auto", "temperature", "platt", "beta", "sigmoid"}, \
+default="auto"
         Parametric part of the logit map (ignored by the other methods):
         ``"temperature"`` scales the log-odds (binary) or the logits
         (multiclass, one inverse temperature); ``"platt"`` fits a slope and
-        an intercept on each class's log-odds; ``"sigmoid"`` on each
-        class's probability (a model that is over-confident near 0 and 1 at
-        once, such as a random forest, is often better described in
-        probability space). ``"auto"`` selects by cross-validated log-loss:
-        all three for binary problems, ``"temperature"`` and ``"sigmoid"``
-        for multiclass ones; among near ties the simplest wins, which is
-        ``"temperature"``, then ``"platt"``.
+        an intercept on each class's log-odds; ``"beta"`` adds a term in
+        ``log(p (1 - p))``, which gives beta calibration, ``(a + c) log p -
+        (a - c) log(1 - p) + b`` with ``|c| <= 0.9 a`` (different slopes
+        towards 0 and towards 1); ``"sigmoid"`` fits a slope and an
+        intercept on each class's probability (a model that is
+        over-confident near 0 and 1 at once, such as a random forest, is
+        often better described in probability space). ``"auto"`` selects by
+        cross-validated log-loss: all four for binary problems (``"beta"``
+        from 500 rows), ``"temperature"`` and ``"sigmoid"`` for multiclass
+        ones; among near ties the simplest wins, in that order.
     pseudo_count : float, default=1.0
         Weight (in the units of ``sample_weight``, which count as frequencies)
         of a pseudo-observation with an even label
@@ -167,7 +171,7 @@ default="auto"
         Class labels, in the order of the probability columns.
     method_ : {"logit", "grid", "classwise", "canonical"}
         The method used.
-    base_ : {"temperature", "platt", "sigmoid"}
+    base_ : {"temperature", "platt", "beta", "sigmoid"}
         Parametric part of the logit map; logit method only.
     shrinkage_ : float
         Weight of the uniform distribution in the output.
@@ -220,8 +224,8 @@ default="auto"
     (3, 1)
     >>> bool(np.all(np.abs(q[:, 0] - [0.3, 0.5, 0.7]) < 0.1))
     True
-    >>> cal.base_, cal.bandwidth_    # logistic in p, nearly linear: no correction
-    ('sigmoid', inf)
+    >>> cal.base_, cal.bandwidth_    # a smooth monotone map: no correction
+    ('beta', inf)
     >>> P = np.column_stack([1 - p, p])               # or the full matrix
     >>> cal.fit(P, y).transform(P[:2]).sum(axis=1)
     array([1., 1.])
