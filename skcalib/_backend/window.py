@@ -264,40 +264,44 @@ def bucket_edges(n_buckets, shift, n_shifts, n_fine):
     return edges[np.concatenate([[True], edges[1:] != edges[:-1]])]
 
 
-def bucket_smoother(prefix, edges, cells, s, lipschitz, discretisation=0.0):
+def bucket_smoother(
+    prefix, edges, cells, s, lipschitz, discretisation=0.0, cell_order=None
+):
     """Bucket means ``η̂`` at scores ``s`` (fine cells ``cells``), the bound
     ``g = min(1, L width + 1 / (2 sqrt(count)) + discretisation)`` on
     ``E_{y_T}|η̂ - η|``, and ``Σ_j ĉ_j² = Σ_b m_b² / (m² n_b)`` (``m_b`` of
     the ``m`` scores and ``n_b`` training points in bucket ``b``).
 
     ``prefix`` comes from :func:`bucket_prefix_sums`; an empty bucket gives
-    ``η̂ = s`` and ``g = 1``.
+    ``η̂ = s`` and ``g = 1``. ``cell_order`` is ``np.argsort(cells,
+    kind="stable")``, for a caller that tries many buckets on the same
+    scores.
     """
     cum_n, cum_y = prefix
     n_fine = cum_n.shape[0] - 1
-    counts = np.diff(cum_n[edges])
-    ysums = np.diff(cum_y[edges])
-    widths = np.diff(edges) / n_fine
-    # Every edge is a multiple of ``step``: the bucket of a cell is that of
-    # its multiple of ``step``, read from a table (no search per score).
-    step = max(int(np.gcd.reduce(edges)), 1)
-    if n_fine // step <= cells.shape[0]:
-        table = np.searchsorted(edges, np.arange(0, n_fine, step), side="right") - 1
-        b = table[cells // step]
-    else:
-        b = np.searchsorted(edges, cells, side="right") - 1
-    c = counts[b]
-    safe = np.maximum(c, 1)
-    eta = np.where(c > 0, ysums[b] / safe, s)
-    g = np.where(
-        c > 0,
-        np.minimum(1.0, lipschitz * widths[b] + 0.5 / np.sqrt(safe) + discretisation),
-        1.0,
-    )
-    m_b = np.bincount(b, minlength=counts.shape[0]).astype(np.float64)
+    m = cells.shape[0]
+    if cell_order is None:
+        cell_order = np.argsort(cells, kind="stable")
+    # Only the buckets that hold a score matter (at most m of up to 2**16):
+    # along the sorted cells they are runs, found with one search per score.
+    b_sorted = np.searchsorted(edges, cells[cell_order], side="right") - 1
+    first = np.concatenate([[True], b_sorted[1:] != b_sorted[:-1]])
+    held = b_sorted[first]
+    m_b = np.diff(np.append(np.flatnonzero(first), m))
+    run = np.empty(m, dtype=np.int64)
+    run[cell_order] = np.cumsum(first) - 1
+    lo, hi = edges[held], edges[held + 1]
+    counts = cum_n[hi] - cum_n[lo]
     filled = counts > 0
-    influence = np.sum(m_b[filled] ** 2 / counts[filled]) / s.shape[0] ** 2
-    return eta, g, float(influence)
+    safe = np.maximum(counts, 1)
+    eta_b = (cum_y[hi] - cum_y[lo]) / safe
+    g_b = np.minimum(
+        1.0, lipschitz * ((hi - lo) / n_fine) + 0.5 / np.sqrt(safe) + discretisation
+    )
+    g_b[~filled] = 1.0
+    eta = np.where(filled[run], eta_b[run], s)
+    influence = np.sum(m_b[filled].astype(np.float64) ** 2 / counts[filled]) / m**2
+    return eta, g_b[run], float(influence)
 
 
 def exclusion(s_sorted, y_sorted, mask):

@@ -121,6 +121,7 @@ def _lipschitz_fold(
     n_fine = (1 << log2_max) * _N_SHIFTS
     prefix = bucket_prefix_sums(s_sorted, y_sorted, n_fine, keep=train)
     iv = fine_cells(s_valid, n_fine)
+    order = np.argsort(iv, kind="stable")
     best = None
     best_lower = -np.inf
     for log2_b in range(1, log2_max + 1):
@@ -131,7 +132,7 @@ def _lipschitz_fold(
         for shift in range(_N_SHIFTS):
             edges = bucket_edges(n_buckets, shift, _N_SHIFTS, n_fine)
             eta, g, influence = bucket_smoother(
-                prefix, edges, iv, s_valid, lipschitz, discretisation
+                prefix, edges, iv, s_valid, lipschitz, discretisation, order
             )
             terms, lower = _smoother_fold(np.abs(eta - s_valid), g, influence, delta_c)
             upper = sum(terms.values())
