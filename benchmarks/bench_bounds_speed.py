@@ -103,8 +103,14 @@ def run_solver(n, *, repeats, peers, src=ROOT):
         n=int(n), repeats=repeats, peers=list(peers), data=_data(int(n / 0.8))
     )
     env = dict(os.environ, PYTHONPATH=str(src))
+    # In the folder of the version: ``python -c`` puts the current folder
+    # first on the path, ahead of PYTHONPATH.
     out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=src,
+        capture_output=True,
+        text=True,
     )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
@@ -156,6 +162,7 @@ def run_case(method, n, *, numba, repeats, src=ROOT):
     out = subprocess.run(
         [sys.executable, "-c", code],
         env=env,
+        cwd=src,  # as in run_solver
         capture_output=True,
         text=True,
         check=False,
@@ -248,10 +255,10 @@ def main():
             for m in methods
             for nb in ([False, True] if m == "tv" and _have_numba() else [False])
         ]
-    if args.numba != "both":
-        cases = [c for c in cases if c[2] == (args.numba == "yes")]
     else:
         cases = list(_cases(args.full, methods))
+    if args.numba != "both":
+        cases = [c for c in cases if c[2] == (args.numba == "yes")]
     versions = [("now", Path(args.src))]
     if args.before:
         versions.insert(0, ("before", Path(args.before)))

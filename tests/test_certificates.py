@@ -212,7 +212,7 @@ def test_window_influence_against_brute_force():
         inside = np.abs(train - t) <= hw
         if inside.any():
             c[inside] += 1.0 / (inside.sum() * sv.size)
-    got = window_influence(lo, hi, count, s_sorted.size, keep=keep)
+    got = window_influence(lo, hi, count, s_sorted.size, excluded=np.flatnonzero(~keep))
     assert got == pytest.approx(np.sum(c**2), rel=1e-12)
 
 

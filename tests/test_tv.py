@@ -127,8 +127,34 @@ def test_input_not_modified_and_total_variation():
     assert total_variation([1.0]) == 0.0
 
 
+@pytest.mark.parametrize("block", [3, 64, 4096])
+def test_isotonic_steps_of_counts_match_pava(block):
+    # The convex-minorant solver of integer labels against scikit-learn's
+    # pool-adjacent-violators, across many blocks and slices of the hull.
+    from sklearn.isotonic import isotonic_regression
+
+    rng = np.random.default_rng(block)
+    cases = [
+        (np.uint8, lambda n: rng.random(n) < np.linspace(0.05, 0.95, n)),
+        (bool, lambda n: rng.random(n) < 0.5 + 0.4 * np.sin(np.linspace(0, 9, n))),
+        (np.uint8, lambda n: rng.random(n) < 0.01),  # rare positives
+        (np.int64, lambda n: np.sort(rng.random(n) < 0.5)[::-1]),  # one pool
+        (np.int64, lambda n: rng.integers(0, 3, n)),  # clipped to [0, 1]
+    ]
+    for n in [1, 2, 5, 300, 3000]:
+        for dtype, draw in cases:
+            y = draw(n).astype(dtype)
+            starts, values = tv._isotonic_steps(y, block=block)
+            ref = isotonic_regression(y.astype(float), y_min=0.0, y_max=1.0)
+            dense = np.repeat(values, np.diff(np.append(starts, n)))
+            np.testing.assert_allclose(dense, ref, rtol=0, atol=1e-13)
+            # Maximal pieces: the values rise strictly from one to the next.
+            assert starts[0] == 0 and np.all(np.diff(values) > 0)
+
+
+@pytest.mark.parametrize("labels", [float, np.uint8])
 @pytest.mark.parametrize("monotone", [False, True])
-def test_fitted_steps_match_dense_fit_averaged_over_ties(monotone):
+def test_fitted_steps_match_dense_fit_averaged_over_ties(monotone, labels):
     # Steps of the fit (the in-memory bound's form) against the dense
     # reference: Condat's sweep, then the mean over each block of tied scores.
     from sklearn.isotonic import isotonic_regression
@@ -139,8 +165,9 @@ def test_fitted_steps_match_dense_fit_averaged_over_ties(monotone):
     rng = np.random.default_rng(11)
     for n, levels in [(2, 2), (50, 3), (3000, 40), (5000, 5000), (4000, 7)]:
         s = np.sort(np.round(rng.random(n) * levels) / levels)
-        y = (rng.random(n) < 0.2 + 0.6 * s).astype(float)
+        y = (rng.random(n) < 0.2 + 0.6 * s).astype(labels)
         starts, values, tv_fit, _ = tv.fit_tv_steps(s, y, 0.01, monotone=monotone)
+        y = y.astype(float)
         if monotone:
             raw = isotonic_regression(y, y_min=0.0, y_max=1.0)
         else:

@@ -32,6 +32,8 @@ __all__ = [
     "tv_denoise",
     "total_variation",
     "fit_tv_steps",
+    "fit_label_steps",
+    "tie_averaged_steps",
     "fit_tv_surrogate",
     "step_extension",
     "steps_extension",
@@ -68,15 +70,25 @@ def _block_hull(S, n, block, upper):
         j1 = min(n - 1, j0 + step)  # interior points j0 .. j1 - 1
         inc = np.diff(S[j0 - 1 : j1 + 1])  # S_j - S_{j-1}, then S_{j+1} - S_j
         keep = inc[:-1] > inc[1:] if upper else inc[:-1] < inc[1:]
+        del inc
         # Both ends of every block stay (its last point j = 0 mod block and
         # the next block's first).
         last = np.arange((-j0) % block, j1 - j0, block)
         keep[last] = True
         keep[last[last + 1 < j1 - j0] + 1] = True
-        kept.append(np.flatnonzero(keep) + j0)
+        # The rounds run on each slice first (a quarter of the points of a
+        # label sequence survive the first round: all of them at once would
+        # need tens of bytes per point), then once more across the slices
+        # for the blocks they cut. Only non-vertices ever go, and the rounds
+        # end at the vertices of each block's hull whatever the order.
+        kept.append(_hull_rounds(np.flatnonzero(keep) + j0, S, block, upper))
     kept.append(np.array([n - 1]))
-    idx = np.concatenate(kept)
-    del kept
+    return _hull_rounds(np.concatenate(kept), S, block, upper)
+
+
+def _hull_rounds(idx, S, block, upper):
+    """Drop from ``idx`` every point on or above (below) the segment joining
+    its neighbours of the same block, until none is left."""
     v = S[idx]
     while idx.shape[0] >= 3:
         # Point gaps are integers, exact in float64 (n < 2**53).
@@ -101,6 +113,19 @@ def _block_extreme(values, starts, reduce, carry):
     return per_block, reduce.accumulate(reduce(per_block, carry))
 
 
+def _running_sum(y):
+    """``S`` with ``S[0] = 0`` and ``S[j]`` the float64 sum of ``y[:j]``.
+
+    The labels are copied in first and summed in place: ``np.cumsum`` with a
+    ``dtype`` would make a float64 copy of them as well.
+    """
+    S = np.empty(y.shape[0] + 1)
+    S[0] = 0.0
+    S[1:] = y
+    np.cumsum(S[1:], out=S[1:])
+    return S
+
+
 def _taut_string(y, lam, block=_BLOCK):
     """Exact TV denoising with numpy passes (see the module docstring).
 
@@ -108,9 +133,7 @@ def _taut_string(y, lam, block=_BLOCK):
     constant piece, from 0) and its ``values``.
     """
     n = y.shape[0]
-    S = np.empty(n + 1)
-    S[0] = 0.0
-    np.cumsum(y, dtype=np.float64, out=S[1:])
+    S = _running_sum(y)
     # Point n is pinned at S_n (the tube closes there); it lies in the last
     # block, which is always scanned point by point.
     lo_idx = _block_hull(S, n, block, upper=False)
@@ -382,6 +405,87 @@ def _steps_average_over_ties(s_sorted, starts, values):
     return points, new_values
 
 
+def _lower_hull_chain(idx, S):
+    """Vertices of the lower convex hull of the points ``(j, S_j)``, ``j`` in
+    the increasing ``idx`` (a monotone chain; collinear points are dropped).
+
+    ``S`` holds integers (exact in float64): the chain compares Python
+    integers, so the turns are exact at any ``n``.
+    """
+    xs = idx.tolist()
+    ys = S[idx].astype(np.int64).tolist()
+    hx, hy = [], []
+    for x, y in zip(xs, ys, strict=True):
+        while len(hx) >= 2 and (hx[-1] - hx[-2]) * (y - hy[-2]) <= (x - hx[-2]) * (
+            hy[-1] - hy[-2]
+        ):
+            hx.pop()
+            hy.pop()
+        hx.append(x)
+        hy.append(y)
+    return np.array(hx, dtype=np.int64)
+
+
+def _isotonic_steps(y, block=_BLOCK):
+    """Isotonic regression of integer labels, as steps, clipped to [0, 1].
+
+    The fit is the slope of the greatest convex minorant of the cumulative
+    sum ``S`` of the labels: the lower convex hull of the points
+    ``(j, S_j)``. Its vertices are among those of the hulls of blocks of
+    points (:func:`_block_hull`, numpy passes), which a monotone chain then
+    joins. The labels are counts, so every turn is decided exactly and each
+    piece is the exact mean of its labels, correctly rounded; it needs
+    ``8 n`` bytes (``S``), where the solvers of scipy and scikit-learn copy
+    the labels, the weights and the block table.
+    """
+    n = y.shape[0]
+    S = _running_sum(y)
+    idx = np.concatenate([[0], _block_hull(S, n, block, upper=False), [n]])
+    vertices = _lower_hull_chain(idx, S)
+    starts = vertices[:-1]
+    values = np.clip((S[vertices[1:]] - S[starts]) / np.diff(vertices), 0.0, 1.0)
+    # Clipping can make neighbouring pieces equal: they are one piece.
+    keep = np.concatenate([[True], values[1:] != values[:-1]])
+    return starts[keep], values[keep]
+
+
+def fit_label_steps(y_sorted, delta1, *, monotone=False):
+    """The fit of :func:`fit_tv_steps` before the averaging over ties, from
+    the labels alone: ``starts, values, penalty``."""
+    n_train = y_sorted.shape[0]
+    if monotone:
+        if y_sorted.dtype.kind in "bui" and n_train > 0:
+            starts, values = _isotonic_steps(y_sorted)
+            return starts, values, None
+        # A pure function on arrays (no estimator object): the fast exact
+        # pool-adjacent-violators solver.
+        from sklearn.isotonic import isotonic_regression
+
+        v = isotonic_regression(
+            np.asarray(y_sorted, dtype=np.float64),
+            y_min=0.0,
+            y_max=1.0,
+            increasing=True,
+        )
+        starts = np.flatnonzero(np.concatenate([[True], v[1:] != v[:-1]]))
+        return starts, v[starts], None
+    _, t2 = tv_constants(n_train, delta1)
+    if n_train == 0:
+        return np.zeros(1, np.int64), np.zeros(1), t2
+    starts, values = _taut_string(np.asarray(y_sorted), float(t2))
+    return starts, values, t2 / n_train
+
+
+def tie_averaged_steps(s_sorted, starts, values, *, monotone=False):
+    """:func:`fit_label_steps` averaged over the ties of ``s_sorted``:
+    ``starts, values, fitted_variation``."""
+    starts, values = _steps_average_over_ties(s_sorted, starts, values)
+    if monotone:
+        # Still non-decreasing after the averaging: the variation is the rise.
+        return starts, values, float(values[-1] - values[0])
+    return starts, values, total_variation(values)
+
+
 def fit_tv_steps(s_sorted, y_sorted, delta1, *, monotone=False):
     """Surrogate ``η̂`` of the total-variation bound, as steps.
 
@@ -392,6 +496,10 @@ def fit_tv_steps(s_sorted, y_sorted, delta1, *, monotone=False):
     values are then averaged over each block of tied scores, so that they are
     a function of the score (the denoiser alone may give tied points
     different values).
+
+    It is :func:`fit_label_steps` (the labels alone) then
+    :func:`tie_averaged_steps` (the scores), which a caller short of memory
+    may run with only one of the two arrays at a time.
 
     Returns
     -------
@@ -404,30 +512,11 @@ def fit_tv_steps(s_sorted, y_sorted, delta1, *, monotone=False):
     penalty : float or None
         ``λ`` (``None`` for the isotonic fit).
     """
-    n_train = y_sorted.shape[0]
-    if monotone:
-        # A pure function on arrays (no estimator object): the fast exact
-        # pool-adjacent-violators solver.
-        from sklearn.isotonic import isotonic_regression
-
-        v = isotonic_regression(
-            np.asarray(y_sorted, dtype=np.float64),
-            y_min=0.0,
-            y_max=1.0,
-            increasing=True,
-        )
-        starts = np.flatnonzero(np.concatenate([[True], v[1:] != v[:-1]]))
-        values = v[starts]
-        del v
-        starts, values = _steps_average_over_ties(s_sorted, starts, values)
-        # Still non-decreasing after the averaging: the variation is the rise.
-        return starts, values, float(values[-1] - values[0]), None
-    _, t2 = tv_constants(n_train, delta1)
-    if n_train == 0:
-        return np.zeros(1, np.int64), np.zeros(1), 0.0, t2
-    starts, values = _taut_string(np.asarray(y_sorted), float(t2))
-    starts, values = _steps_average_over_ties(s_sorted, starts, values)
-    return starts, values, total_variation(values), t2 / n_train
+    starts, values, penalty = fit_label_steps(y_sorted, delta1, monotone=monotone)
+    return (
+        *tie_averaged_steps(s_sorted, starts, values, monotone=monotone),
+        penalty,
+    )
 
 
 def fit_tv_surrogate(s_sorted, y_sorted, delta1, *, monotone=False):

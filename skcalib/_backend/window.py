@@ -21,27 +21,96 @@ _SPLIT = 2.0**14
 # Window half-widths tried by the NW bound, in memory and in streaming (where
 # they are rounded to whole cells); chosen on the training part.
 NW_HALF_WIDTHS = np.geomspace(1e-4, 0.25, 40)
+# Points per slice of the passes over the whole sample.
+_SLICE = 1 << 18
+
+
+# Prefix sums are kept at every ``_STRIDE``-th point only (five float64 sums
+# of n + 1 values would cost 40 bytes per sample); a sum at any other point is
+# carried on from the checkpoint before it, with the very additions of the
+# running sum, so it is the same number.
+_STRIDE = 16
+
+
+def _window_values(s, y):
+    """The summands of the window statistics at scores ``s``, labels ``y``."""
+    c = np.round(s * _SPLIT) / _SPLIT
+    d = s - c
+    return {
+        "y": y,
+        "c": c,
+        "d": d,
+        "cc": c * c,
+        # 2cd + d² in one sum: small terms whose round-off does not matter.
+        "cross": d * (2.0 * c + d),
+    }
+
+
+class WindowSums:
+    """Prefix sums of the summands of :func:`window_moments` over sorted
+    scores and labels, or over the points at ``positions`` among them.
+
+    ``at(i)`` gives, for each key, the sum of the first ``i`` summands, equal
+    to ``np.cumsum`` of all of them (a sequential sum) at ``i - 1``; five
+    sums kept every ``_STRIDE`` points cost ``40 / _STRIDE`` bytes per point.
+    """
+
+    def __init__(self, s_sorted, y_sorted, positions=None):
+        self.s, self.y, self.positions = s_sorted, y_sorted, positions
+        self.size = s_sorted.shape[0] if positions is None else positions.shape[0]
+        n_check = self.size // _STRIDE + 1
+        self.checkpoints = {k: np.zeros(n_check) for k in _window_values(0.0, 0)}
+        carry = dict.fromkeys(self.checkpoints, 0.0)
+        # Slices of whole strides: checkpoint q is the running sum at q * _STRIDE.
+        step = _SLICE - _SLICE % _STRIDE
+        for i in range(0, self.size, step):
+            at = slice(i, min(self.size, i + step))
+            pos = at if positions is None else positions[at]
+            for key, v in _window_values(s_sorted[pos], y_sorted[pos]).items():
+                run = np.empty(v.shape[0] + 1)
+                run[0] = carry[key]
+                run[1:] = v
+                np.cumsum(run, out=run)
+                carry[key] = run[-1]
+                # run[j] is the sum of the first i + j summands (i is a
+                # multiple of _STRIDE).
+                taken = run[::_STRIDE]
+                q0 = i // _STRIDE
+                self.checkpoints[key][q0 : q0 + taken.shape[0]] = taken
+
+    def count_below(self, i):
+        """How many of the points come before position ``i`` of the sorted
+        sample (all ``i`` of them without ``positions``)."""
+        if self.positions is None:
+            return np.asarray(i, dtype=np.int64)
+        return np.searchsorted(self.positions, i, side="left")
+
+    def at(self, i):
+        """Dict of the prefix sums at the counts ``i`` (in ``[0, size]``)."""
+        i = np.asarray(i, dtype=np.int64)
+        if self.size == 0:
+            return {k: np.zeros(i.shape[0]) for k in self.checkpoints}
+        q = i // _STRIDE
+        r = i - q * _STRIDE
+        rows = np.arange(i.shape[0])
+        # The summands from each checkpoint on (clipped at the last point:
+        # those beyond ``r`` are never read).
+        pos = np.minimum(q[:, None] * _STRIDE + np.arange(_STRIDE), self.size - 1)
+        if self.positions is not None:
+            pos = self.positions[pos]
+        out = {}
+        for key, v in _window_values(self.s[pos], self.y[pos]).items():
+            run = np.empty((i.shape[0], _STRIDE + 1))
+            run[:, 0] = self.checkpoints[key][q]
+            run[:, 1:] = v
+            np.cumsum(run, axis=1, out=run)
+            out[key] = run[rows, r]
+        return out
 
 
 def window_prefix_sums(s_sorted, y_sorted):
-    """Prefix sums used by :func:`window_moments` (each of length ``n + 1``)."""
-    c = np.round(s_sorted * _SPLIT) / _SPLIT
-    d = s_sorted - c
-
-    def csum(v):
-        out = np.empty(v.shape[0] + 1, dtype=np.float64)
-        out[0] = 0.0
-        np.cumsum(v, out=out[1:])
-        return out
-
-    return {
-        "y": csum(y_sorted),
-        "c": csum(c),
-        "d": csum(d),
-        "cc": csum(c * c),
-        # 2cd + d² in one sum: small terms whose round-off does not matter.
-        "cross": csum(d * (2.0 * c + d)),
-    }
+    """Prefix sums used by :func:`window_moments` (a :class:`WindowSums`)."""
+    return WindowSums(s_sorted, y_sorted)
 
 
 def window_moments(
@@ -53,17 +122,15 @@ def window_moments(
     ----------
     s_sorted : ndarray of shape (n,)
         Sorted scores.
-    prefix : dict
+    prefix : WindowSums
         :func:`window_prefix_sums` of ``s_sorted`` and the labels.
     query : ndarray
         Points at which to evaluate the smoother.
     half_width : float
-    exclude : tuple (mask_cumsum, excluded_prefix), default=None
-        Points of ``s_sorted`` to leave out (e.g. a held-out fold):
-        ``mask_cumsum[i]`` counts excluded points among the first ``i`` and
-        ``excluded_prefix`` holds :func:`window_prefix_sums` of the excluded
-        points. Sums over the remaining points are differences, so one set of
-        prefix sums serves every fold.
+    exclude : WindowSums, default=None
+        Points of ``s_sorted`` to leave out (e.g. a held-out fold), from
+        :func:`exclusion`. Sums over the remaining points are differences, so
+        one set of prefix sums serves every fold.
 
     Returns
     -------
@@ -79,18 +146,21 @@ def window_moments(
     """
     lo = np.searchsorted(s_sorted, query - half_width, side="left")
     hi = np.searchsorted(s_sorted, query + half_width, side="right")
+    m = lo.shape[0]
     count = hi - lo
+    sums = prefix.at(np.concatenate([lo, hi]))
     if exclude is not None:
-        mask_cumsum, excluded = exclude
-        elo, ehi = mask_cumsum[lo], mask_cumsum[hi]
+        elo, ehi = exclude.count_below(lo), exclude.count_below(hi)
         count = count - (ehi - elo)
+        excluded = exclude.at(np.concatenate([elo, ehi]))
     safe = np.maximum(count, 1)
 
     def wsum(key):
-        p = prefix[key]
-        total = p[hi] - p[lo]
+        p = sums[key]
+        total = p[m:] - p[:m]
         if exclude is not None:
-            total -= excluded[key][ehi] - excluded[key][elo]
+            e = excluded[key]
+            total -= e[m:] - e[:m]
         return total
 
     s1 = wsum("c") + wsum("d")
@@ -108,25 +178,30 @@ def window_moments(
     return count, eta, m1, m2
 
 
-def window_influence(lo, hi, count, n_sorted, keep=None):
+def window_influence(lo, hi, count, n_sorted, excluded=None):
     """``Σ_j ĉ_j²`` for the box smoother evaluated at ``m`` held-out points.
 
     Training label ``j`` enters the window mean of held-out point ``v`` with
     weight ``1 / count_v`` when ``lo_v <= j < hi_v``, so it moves
     ``mean_v |η̂(s_v) - η(s_v)|`` by at most
     ``ĉ_j = (1/m) Σ_v [lo_v <= j < hi_v] / count_v``: a difference array over
-    the windows' index ranges, ``O(n + m)``. ``keep`` masks the positions of
-    ``s_sorted`` that are training points (``None``: all).
+    the windows' index ranges. ``ĉ`` is constant between consecutive window
+    ends, so the sum runs over those ``O(m)`` pieces, each weighted by its
+    number of training points. ``excluded`` holds the sorted positions among
+    the ``n_sorted`` that are not training points (``None``: none).
     """
     m = lo.shape[0]
     a = np.where(count > 0, 1.0 / (m * np.maximum(count, 1)), 0.0)
-    size = n_sorted + 1
-    diff = np.bincount(lo, weights=a, minlength=size)
-    diff -= np.bincount(hi, weights=a, minlength=size)
-    c = np.cumsum(diff[:-1])
-    if keep is not None:
-        c = c[keep]
-    return float(np.dot(c, c))
+    ends, inverse = np.unique(np.concatenate([lo, hi]), return_inverse=True)
+    diff = np.bincount(inverse[:m], weights=a, minlength=ends.shape[0])
+    diff -= np.bincount(inverse[m:], weights=a, minlength=ends.shape[0])
+    c = np.cumsum(diff)
+    # Piece t is [ends[t], ends[t + 1]) (the last one ends at n_sorted).
+    bounds = np.minimum(np.append(ends, n_sorted), n_sorted)
+    points = np.diff(bounds)
+    if excluded is not None:
+        points -= np.diff(np.searchsorted(excluded, bounds, side="left"))
+    return float(np.dot(c * c, points))
 
 
 def nw_error_bound(count, m1, m2, lip1, lip2):
@@ -154,13 +229,24 @@ def fine_cells(s, n_fine):
     return np.minimum((s * n_fine).astype(np.int64), n_fine - 1)
 
 
-def bucket_prefix_sums(s_train, y_train, n_fine):
-    """Prefix sums over the fine cells of the training counts and label sums."""
-    cells = fine_cells(s_train, n_fine)
-    cum_n = np.concatenate([[0], np.cumsum(np.bincount(cells, minlength=n_fine))])
-    cum_y = np.concatenate(
-        [[0.0], np.cumsum(np.bincount(cells, weights=y_train, minlength=n_fine))]
-    )
+def bucket_prefix_sums(s, y, n_fine, keep=None):
+    """Prefix sums over the fine cells of the training counts and label sums.
+
+    ``keep`` masks the training points among ``s`` (``None``: all). The
+    points are taken in slices, so that no per-point array of the whole
+    sample is made; the sums are of integers, exact in any order.
+    """
+    counts = np.zeros(n_fine, dtype=np.int64)
+    ysums = np.zeros(n_fine)
+    for i in range(0, s.shape[0], _SLICE):
+        cells, y_part = fine_cells(s[i : i + _SLICE], n_fine), y[i : i + _SLICE]
+        if keep is not None:
+            part = keep[i : i + _SLICE]
+            cells, y_part = cells[part], y_part[part]
+        counts += np.bincount(cells, minlength=n_fine)
+        ysums += np.bincount(cells, weights=y_part, minlength=n_fine)
+    cum_n = np.concatenate([[0], np.cumsum(counts)])
+    cum_y = np.concatenate([[0.0], np.cumsum(ysums)])
     return cum_n, cum_y
 
 
@@ -178,47 +264,51 @@ def bucket_edges(n_buckets, shift, n_shifts, n_fine):
     return edges[np.concatenate([[True], edges[1:] != edges[:-1]])]
 
 
-def bucket_smoother(prefix, edges, cells, s, lipschitz, discretisation=0.0):
+def bucket_smoother(
+    prefix, edges, cells, s, lipschitz, discretisation=0.0, cell_order=None
+):
     """Bucket means ``η̂`` at scores ``s`` (fine cells ``cells``), the bound
     ``g = min(1, L width + 1 / (2 sqrt(count)) + discretisation)`` on
     ``E_{y_T}|η̂ - η|``, and ``Σ_j ĉ_j² = Σ_b m_b² / (m² n_b)`` (``m_b`` of
     the ``m`` scores and ``n_b`` training points in bucket ``b``).
 
     ``prefix`` comes from :func:`bucket_prefix_sums`; an empty bucket gives
-    ``η̂ = s`` and ``g = 1``.
+    ``η̂ = s`` and ``g = 1``. ``cell_order`` is ``np.argsort(cells,
+    kind="stable")``, for a caller that tries many buckets on the same
+    scores.
     """
     cum_n, cum_y = prefix
     n_fine = cum_n.shape[0] - 1
-    counts = np.diff(cum_n[edges])
-    ysums = np.diff(cum_y[edges])
-    widths = np.diff(edges) / n_fine
-    # Every edge is a multiple of ``step``: the bucket of a cell is that of
-    # its multiple of ``step``, read from a table (no search per score).
-    step = max(int(np.gcd.reduce(edges)), 1)
-    if n_fine // step <= cells.shape[0]:
-        table = np.searchsorted(edges, np.arange(0, n_fine, step), side="right") - 1
-        b = table[cells // step]
-    else:
-        b = np.searchsorted(edges, cells, side="right") - 1
-    c = counts[b]
-    safe = np.maximum(c, 1)
-    eta = np.where(c > 0, ysums[b] / safe, s)
-    g = np.where(
-        c > 0,
-        np.minimum(1.0, lipschitz * widths[b] + 0.5 / np.sqrt(safe) + discretisation),
-        1.0,
-    )
-    m_b = np.bincount(b, minlength=counts.shape[0]).astype(np.float64)
+    m = cells.shape[0]
+    if cell_order is None:
+        cell_order = np.argsort(cells, kind="stable")
+    # Only the buckets that hold a score matter (at most m of up to 2**16):
+    # along the sorted cells they are runs, found with one search per score.
+    b_sorted = np.searchsorted(edges, cells[cell_order], side="right") - 1
+    first = np.concatenate([[True], b_sorted[1:] != b_sorted[:-1]])
+    held = b_sorted[first]
+    m_b = np.diff(np.append(np.flatnonzero(first), m))
+    run = np.empty(m, dtype=np.int64)
+    run[cell_order] = np.cumsum(first) - 1
+    lo, hi = edges[held], edges[held + 1]
+    counts = cum_n[hi] - cum_n[lo]
     filled = counts > 0
-    influence = np.sum(m_b[filled] ** 2 / counts[filled]) / s.shape[0] ** 2
-    return eta, g, float(influence)
+    safe = np.maximum(counts, 1)
+    eta_b = (cum_y[hi] - cum_y[lo]) / safe
+    g_b = np.minimum(
+        1.0, lipschitz * ((hi - lo) / n_fine) + 0.5 / np.sqrt(safe) + discretisation
+    )
+    g_b[~filled] = 1.0
+    eta = np.where(filled[run], eta_b[run], s)
+    influence = np.sum(m_b[filled].astype(np.float64) ** 2 / counts[filled]) / m**2
+    return eta, g_b[run], float(influence)
 
 
 def exclusion(s_sorted, y_sorted, mask):
     """The ``exclude`` argument of :func:`window_moments` leaving out the
-    points of ``s_sorted`` where ``mask`` is true."""
-    mask_cumsum = np.concatenate([[0], np.cumsum(mask)])
-    return mask_cumsum, window_prefix_sums(s_sorted[mask], y_sorted[mask])
+    points of ``s_sorted`` where ``mask`` is true (their sorted positions are
+    its ``positions``)."""
+    return WindowSums(s_sorted, y_sorted, positions=np.flatnonzero(mask))
 
 
 def select_half_width(s_sorted, prefix, query, grid, lip1, lip2, exclude=None):

@@ -15,7 +15,7 @@ from .._backend.certificate import (
 from .._backend.distributed import any_dask
 from .._backend.progress import Progress
 from .._backend.score_grid import discretisation_term
-from .._backend.tv import fit_tv_steps, steps_extension
+from .._backend.tv import fit_label_steps, steps_extension, tie_averaged_steps
 from .._backend.window import (
     NW_HALF_WIDTHS,
     bucket_edges,
@@ -63,28 +63,40 @@ def _nw_fold(s_sorted, y_sorted, held_out, s_valid, delta, *, scale, prefix):
     from the shared prefix sums (no per-fold copy of the training part)."""
     lip1, lip2 = 1.0 / (2.0 * scale), 3.0 / (2.0 * scale**2)
     exclude = exclusion(s_sorted, y_sorted, held_out)
+    held = exclude.positions
+    n_train = s_sorted.shape[0] - held.shape[0]
     # The half-width is chosen from training scores only (evenly spaced in
     # sorted order), never from the held-out fold nor from any label: given
     # the scores it is fixed, as the label-deviation term requires.
-    train = ~held_out
-    train_idx = np.flatnonzero(train)
-    n_train = train_idx.shape[0]
     pick = np.linspace(0, n_train - 1, min(n_train, _NW_SELECT_POINTS))
-    query = s_sorted[train_idx[np.unique(pick.astype(np.int64))]]
+    rank = np.unique(pick.astype(np.int64))
+    # The training point of rank r follows the held-out points h_i with
+    # h_i - i <= r (those with at most r training points before them).
+    gaps = held - np.arange(held.shape[0])
+    query = s_sorted[rank + np.searchsorted(gaps, rank, side="right")]
+    del gaps
     hw = select_half_width(s_sorted, prefix, query, NW_HALF_WIDTHS, lip1, lip2, exclude)
     count, eta, m1, m2, lo, hi = window_moments(
         s_sorted, prefix, s_valid, hw, exclude, return_ranges=True
     )
     g = nw_error_bound(count, m1, m2, lip1, lip2)
-    influence = window_influence(lo, hi, count, s_sorted.shape[0], keep=train)
+    influence = window_influence(lo, hi, count, s_sorted.shape[0], excluded=held)
     terms, lower = _smoother_fold(np.abs(eta - s_valid), g, influence, delta)
     return terms, lower, {"bandwidth": hw, "n_train": int(n_train)}
 
 
-def _tv_fold(s_train, y_train, s_valid, delta, *, variation, assume):
-    n_train = s_train.shape[0]
-    starts, values, fitted_variation, penalty = fit_tv_steps(
-        s_train, y_train, delta, monotone=assume == "monotone"
+def _tv_fold(s_sorted, y_sorted, train, s_valid, delta, *, variation, assume):
+    monotone = assume == "monotone"
+    # The fit needs the labels only and the averaging over ties the scores
+    # only: the training scores (8 bytes per sample) are taken after the
+    # fit's work arrays are gone.
+    y_train = y_sorted[train]
+    n_train = y_train.shape[0]
+    starts, values, penalty = fit_label_steps(y_train, delta, monotone=monotone)
+    del y_train
+    s_train = s_sorted[train]
+    starts, values, fitted_variation = tie_averaged_steps(
+        s_train, starts, values, monotone=monotone
     )
     extra = {} if penalty is None else {"penalty": penalty}
     err = np.abs(s_valid - steps_extension(s_train, starts, values, s_valid))
@@ -97,15 +109,19 @@ def _tv_fold(s_train, y_train, s_valid, delta, *, variation, assume):
         fitted_variation,
     )
     extra["fitted_variation"] = fitted_variation
+    extra["n_train"] = int(n_train)
     return terms, lower, extra
 
 
-def _lipschitz_fold(s_train, y_train, s_valid, delta, *, lipschitz, discretisation):
-    n_train = s_train.shape[0]
+def _lipschitz_fold(
+    s_sorted, y_sorted, train, s_valid, delta, *, lipschitz, discretisation
+):
+    n_train = int(np.count_nonzero(train))
     log2_max = int(min(_MAX_LOG2_BUCKETS, max(1, np.floor(np.log2(n_train)))))
     n_fine = (1 << log2_max) * _N_SHIFTS
-    prefix = bucket_prefix_sums(s_train, y_train, n_fine)
+    prefix = bucket_prefix_sums(s_sorted, y_sorted, n_fine, keep=train)
     iv = fine_cells(s_valid, n_fine)
+    order = np.argsort(iv, kind="stable")
     best = None
     best_lower = -np.inf
     for log2_b in range(1, log2_max + 1):
@@ -116,14 +132,14 @@ def _lipschitz_fold(s_train, y_train, s_valid, delta, *, lipschitz, discretisati
         for shift in range(_N_SHIFTS):
             edges = bucket_edges(n_buckets, shift, _N_SHIFTS, n_fine)
             eta, g, influence = bucket_smoother(
-                prefix, edges, iv, s_valid, lipschitz, discretisation
+                prefix, edges, iv, s_valid, lipschitz, discretisation, order
             )
             terms, lower = _smoother_fold(np.abs(eta - s_valid), g, influence, delta_c)
             upper = sum(terms.values())
             if best is None or upper < best[0]:
                 best = (upper, terms, {"n_bins": n_buckets, "shift": shift / _N_SHIFTS})
             best_lower = max(best_lower, lower)
-    return best[1], best_lower, best[2]
+    return best[1], best_lower, {**best[2], "n_train": n_train}
 
 
 _FOLD_FUNCS = {"tv": _tv_fold, "lipschitz": _lipschitz_fold}
@@ -137,11 +153,10 @@ def _run_fold(method, s_sorted, y_sorted, fold_sorted, k, s_valid, delta, kwargs
         )
     else:
         train = ~held_out
-        s_train, y_train = s_sorted[train], y_sorted[train]
+        del held_out
         terms, lower, extra = _FOLD_FUNCS[method](
-            s_train, y_train, s_valid, delta, **kwargs
+            s_sorted, y_sorted, train, s_valid, delta, **kwargs
         )
-        extra["n_train"] = int(s_train.shape[0])
     return {
         "lower": float(lower),
         "estimate": terms["validation_error"],
@@ -391,6 +406,11 @@ def calibration_error_bound(
     kwargs = _method_kwargs(method, perturbation_scale, lipschitz, variation, assume)
     data = check_calibration_inputs(y_true, y_proba, pos_label=pos_label, labels=labels)
     ((y, s, _),) = binary_tasks(data, multi_class)
+    # The binary task's labels are 0/1: one byte each. The validated float
+    # labels and the unit weights (16 bytes per sample) go before any work
+    # array is made.
+    y = y.astype(np.uint8)
+    del data, _
     if method == "nw" or kwargs.get("discretisation"):
         check_perturbed_scores(s, method)
     n = s.shape[0]
@@ -406,8 +426,8 @@ def calibration_error_bound(
     perm = rng.permutation(n)
     step = 1 << 20
     for i in range(0, n, step):
-        part = perm[i : i + step]
-        fold[part] = np.arange(i, i + part.shape[0]) % n_splits
+        # A slice of ``perm`` kept in a name would keep all of it alive.
+        fold[perm[i : i + step]] = np.arange(i, min(n, i + step)) % n_splits
     del perm
     n_valid = _validation_size(n)
     valid_scores = []
@@ -416,17 +436,18 @@ def calibration_error_bound(
         if idx.shape[0] > n_valid:
             idx = np.sort(rng.choice(idx, n_valid, replace=False))
         valid_scores.append(s[idx])
-    # The binary task's labels are 0/1: one byte each. The validated float
-    # labels (8 bytes per sample) are not needed any more.
-    y = y.astype(np.uint8)
-    del data
+    del idx
     # One stable sort serves every fold: the training part of a fold is a
     # subsequence of the sorted sample, so it is sorted too, and ties keep an
-    # order that does not depend on the labels.
+    # order that does not depend on the labels. Only the sorted copies are
+    # used from here on; each original goes as soon as it is copied.
     order = np.argsort(s, kind="stable")
-    s_sorted, y_sorted, fold_sorted = s[order], y[order], fold[order]
-    # Only the sorted copies are used from here on.
-    del order, fold, y, s
+    s_sorted = s[order]
+    del s
+    y_sorted = y[order]
+    del y
+    fold_sorted = fold[order]
+    del fold, order
     if method == "nw":
         kwargs["prefix"] = window_prefix_sums(s_sorted, y_sorted)
 
