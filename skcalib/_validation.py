@@ -200,7 +200,9 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
             raise ValueError(
                 f"{name} must have at least 2 columns, got {arr.shape[1]}."
             )
-        dev = np.abs(arr.sum(axis=1) - 1.0)
+        # a matrix-vector product: numpy's sum along rows of a few columns
+        # costs a call per row (the tolerance dwarfs the rounding either way)
+        dev = np.abs(arr @ np.ones(arr.shape[1]) - 1.0)
         worst = int(np.argmax(dev))
         if dev[worst] > ROW_SUM_TOL:
             raise ValueError(
@@ -361,12 +363,56 @@ def _unique_labels(y_true):
         lo, hi = y_true.min(), y_true.max()
         if lo == hi:
             return np.array([lo], dtype=y_true.dtype)
-        if np.all((y_true == lo) | (y_true == hi)):
+        if _only_values(y_true, lo, hi):
             return np.array([lo, hi], dtype=y_true.dtype)
         if _dense_int_labels(y_true, lo, hi):
             counts = np.bincount(np.subtract(y_true, int(lo), dtype=np.int64))
             return (np.flatnonzero(counts) + lo).astype(y_true.dtype)
     return np.unique(y_true)
+
+
+# Labels per step of the chunked check of :func:`_only_values`: the
+# temporaries stay in the cache, so the check reads the labels once.
+_LABEL_CHUNK = 1 << 15
+
+
+def _only_values(y_true, lo, hi):
+    """``np.all((y_true == lo) | (y_true == hi))``, chunk by chunk."""
+    n = y_true.shape[0]
+    size = min(n, _LABEL_CHUNK)
+    eq_lo, eq_hi = np.empty(size, dtype=bool), np.empty(size, dtype=bool)
+    for start in range(0, n, _LABEL_CHUNK):
+        part = y_true[start : start + _LABEL_CHUNK]
+        k = part.shape[0]
+        a, b = eq_lo[:k], eq_hi[:k]
+        np.equal(part, lo, out=a)
+        np.equal(part, hi, out=b)
+        np.logical_or(a, b, out=a)
+        if not a.all():
+            return False
+    return True
+
+
+def _indicator(y_true, pos_label, classes):
+    """``(y_true == pos_label)`` as float64 (never the caller's writable array).
+
+    Numeric labels in {0, 1} with 1 positive are their own indicator: their
+    float64 values (a read-only view of float64 labels, which makes no copy;
+    a label -0.0 then stays -0.0, which no sum or product of the numerics
+    tells from 0.0).
+    """
+    if (
+        y_true.dtype.kind in "biuf"
+        and not isinstance(pos_label, (str, bytes))
+        and pos_label == 1
+        and set(classes.tolist()) <= {0, 1}
+    ):
+        if y_true.dtype != np.float64:
+            return y_true.astype(np.float64)
+        y = y_true.view()
+        y.flags.writeable = False
+        return y
+    return _label_equal(y_true, pos_label).astype(np.float64)
 
 
 def _dense_int_labels(y_true, lo, hi):
@@ -542,7 +588,7 @@ def check_calibration_inputs(
         scores = np.ascontiguousarray(proba[:, col])
     else:
         scores = proba
-    y = _label_equal(y_true, pos_label).astype(np.float64)
+    y = _indicator(y_true, pos_label, classes)
     return CalibrationData("binary", classes, y, scores, weight, pos_label)
 
 
@@ -653,10 +699,9 @@ def binary_tasks(data, multi_class):
         return [(data.y, data.proba, data.weight)]
     P = data.proba
     if multi_class == "top-label":
-        pred = np.argmax(P, axis=1)
-        conf = P[np.arange(P.shape[0]), pred]
+        pred, conf = top_label(P)
         correct = (pred == data.y).astype(np.float64)
-        return [(correct, np.ascontiguousarray(conf), data.weight)]
+        return [(correct, conf, data.weight)]
     if multi_class == "classwise":
         return [
             (
@@ -670,6 +715,47 @@ def binary_tasks(data, multi_class):
         f"multi_class={multi_class!r} does not reduce to binary problems; use "
         "'top-label' or 'classwise'."
     )
+
+
+# Rows of a probability matrix per block of :func:`top_label`, at most
+# ``_TOP_BLOCK`` probabilities (the block stays in the L2 cache); matrices of
+# more columns than ``_TOP_WIDE`` take numpy's argmax, row by row.
+_TOP_BLOCK = 1 << 15
+_TOP_WIDE = 32
+
+
+def top_label(P):
+    """``(np.argmax(P, axis=1), np.max(P, axis=1))`` of a finite matrix.
+
+    numpy's arg-reductions along rows of a few columns cost a call per row;
+    here a block of rows is reduced column by column instead: the running
+    maximum, then the predicted class as the number of leading columns below
+    it (the first maximal column, as ``np.argmax``).
+    """
+    n, k = P.shape
+    if k > _TOP_WIDE or k < 2:
+        pred = np.argmax(P, axis=1)
+        return pred, np.ascontiguousarray(P[np.arange(n), pred])
+    pred = np.zeros(n, dtype=np.intp)
+    conf = np.empty(n, dtype=np.float64)
+    step = max(1, _TOP_BLOCK // k)
+    below = np.empty(min(n, step), dtype=bool)
+    less = np.empty(min(n, step), dtype=bool)
+    for start in range(0, n, step):
+        block = P[start : start + step]
+        rows = block.shape[0]
+        top, arg = conf[start : start + rows], pred[start : start + rows]
+        lt, tmp = below[:rows], less[:rows]
+        np.maximum(block[:, 0], block[:, 1], out=top)
+        for j in range(2, k):
+            np.maximum(top, block[:, j], out=top)
+        np.less(block[:, 0], top, out=lt)
+        for j in range(1, k):
+            arg += lt
+            if j < k - 1:
+                np.less(block[:, j], top, out=tmp)
+                np.logical_and(lt, tmp, out=lt)
+    return pred, conf
 
 
 def check_int(value, name, *, min_val=None, max_val=None):

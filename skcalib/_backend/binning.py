@@ -36,7 +36,7 @@ def positive_weight_rows(w, *arrays):
     return (w[keep], *(a[keep] for a in arrays))
 
 
-def quantile_edges(s, w, n_bins):
+def quantile_edges(s, w, n_bins, *, unit_weight=False):
     """Bin edges at the (weighted) quantiles of the scores.
 
     Linear interpolation between the sorted scores placed at the midpoints
@@ -49,15 +49,18 @@ def quantile_edges(s, w, n_bins):
     row. Weights are relative here: rescaling them leaves the edges
     unchanged, and an integer weight is not the same as repeated rows (the
     repeated rows take several quantile positions, the weighted row one).
+    ``unit_weight=True`` says that ``w`` is all ones (not read then).
     """
     q = np.linspace(0.0, 1.0, n_bins + 1)
-    keep = w > 0
-    s, w = s[keep], w[keep]
-    if w.min() == w.max():
+    if unit_weight or w.min() == w.max() > 0:
         # Equal weights: exactly the edges of ``calibration_curve`` (the
         # interpolation below equals them only up to round-off, which moves
         # a score sitting on an edge to the other bin).
-        return np.percentile(s, q * 100)
+        return percentile_edges(s, q)
+    keep = w > 0
+    s, w = s[keep], w[keep]
+    if w.min() == w.max():
+        return percentile_edges(s, q)
     order = np.argsort(s, kind="stable")
     s, w = s[order], relative_weights(w[order])
     mid = np.cumsum(w) - 0.5 * w
@@ -65,6 +68,187 @@ def quantile_edges(s, w, n_bins):
     if not span > 0:
         return np.full(q.shape, s[0])
     return np.interp(q, (mid - mid[0]) / span, s)
+
+
+# Cells of the histogram that locates the order statistics of
+# :func:`percentile_edges` (a power of two: ``s * G`` is exact).
+_SELECT_CELLS = 1 << 12
+# Below this many scores np.percentile is as fast.
+SELECT_MIN = 1 << 17
+
+
+def percentile_edges(s, q):
+    """``np.percentile(s, 100 * q)`` (linear interpolation), bit for bit, for
+    scores in [0, 1], without a partition of all of ``s``.
+
+    The order statistics it needs are located by a histogram of ``G`` equal
+    cells of [0, 1]: one pass counts the cells, a second gathers the scores
+    of the few cells that hold a needed rank, and only those are sorted
+    (numpy's ``np.partition`` selects ~30 ranks in ~10 passes over all the
+    scores). The interpolation is numpy's, operation for operation.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    percent = np.asarray(q, dtype=np.float64) * 100
+    if s.shape[0] < SELECT_MIN:
+        return np.percentile(s, percent)
+    plan = _PercentilePlan(s.shape[0], percent)
+    counts = _cell_counts(s)
+    cell, wanted = _rank_cells(counts, plan.ranks)
+    if _crowded(counts, wanted):
+        return np.percentile(s, percent)
+    picked = np.concatenate([part[wanted[c]] for part, c in _chunk_cells(s)])
+    return plan.edges(_select(picked, _local_ranks(counts, wanted, cell, plan.ranks)))
+
+
+class _PercentilePlan:
+    """The ranks ``np.percentile(s, percent)`` reads and its interpolation.
+
+    numpy's linear method: virtual index ``(n - 1) * q`` with ``q = percent /
+    100``, its floor and the next rank (the last rank when the index reaches
+    it), ``gamma = index - floor``, then ``a + (b - a) gamma``, or ``b - (b -
+    a)(1 - gamma)`` for ``gamma >= 1/2``.
+    """
+
+    def __init__(self, n, percent):
+        q = np.true_divide(percent, 100)
+        virtual = (n - 1) * q
+        prev = np.floor(virtual)
+        prev[virtual >= n - 1] = -1
+        self.gamma = virtual - prev
+        prev = prev.astype(np.intp)
+        nxt = np.where(prev < 0, -1, prev + 1)
+        self.prev, self.next = prev % n, nxt % n
+        self.ranks = np.unique(np.concatenate([self.prev, self.next]))
+
+    def edges(self, values):
+        """The percentiles from the order statistics at ``self.ranks``."""
+        a = values[np.searchsorted(self.ranks, self.prev)]
+        b = values[np.searchsorted(self.ranks, self.next)]
+        diff = b - a
+        out = a + diff * self.gamma
+        upper = self.gamma >= 0.5
+        out[upper] = (b - diff * (1 - self.gamma))[upper]
+        return out
+
+
+def _chunk_cells(s):
+    """``(chunk, floor(chunk * G))`` over cache-sized chunks of scores in
+    [0, 1] (``G`` for 1.0; the product is exact for a power of two ``G`` and
+    the cast truncates it). The cell buffer is reused from chunk to chunk."""
+    G = _SELECT_CELLS
+    buf = np.empty(min(s.shape[0], _CHUNK), dtype=np.intp)
+    for start in range(0, s.shape[0], _CHUNK):
+        part = s[start : start + _CHUNK]
+        c = buf[: part.shape[0]]
+        np.multiply(part, G, out=c, casting="unsafe")
+        yield part, c
+
+
+def _cell_counts(s):
+    """Number of scores in each of the ``G + 1`` cells of :func:`_chunk_cells`."""
+    G = _SELECT_CELLS
+    counts = np.zeros(G + 1, dtype=np.intp)
+    for _, c in _chunk_cells(s):
+        counts += np.bincount(c, minlength=G + 1)
+    if counts.shape[0] > G + 1:
+        raise ValueError("scores must lie in [0, 1]")
+    return counts
+
+
+def _rank_cells(counts, ranks):
+    """Cell of each rank (of the sorted scores) and the mask of those cells."""
+    cell = np.searchsorted(np.cumsum(counts), ranks, side="right")
+    wanted = np.zeros(counts.shape[0], dtype=bool)
+    wanted[cell] = True
+    return cell, wanted
+
+
+def _crowded(counts, wanted):
+    """The cells to gather hold over 1/16 of the scores (ties or a tight
+    cluster): then a partition of all of them is as fast."""
+    return 16 * int(counts[wanted].sum()) > int(counts.sum())
+
+
+def _select(values, local):
+    """``np.sort(values)[local]`` (the gathered scores are few)."""
+    return np.sort(values)[local]
+
+
+def _local_ranks(counts, wanted, cell, ranks):
+    """Position of each rank among the sorted scores of the wanted cells: the
+    rank less the scores of the cells below that were not gathered."""
+    skipped = np.where(wanted, 0, counts)
+    return ranks - (np.cumsum(skipped) - skipped)[cell]
+
+
+def quantile_table(y, s, n_bins):
+    """:func:`bin_table` of the edges :func:`quantile_edges` of unit weights
+    (0/1 labels ``y``, scores in [0, 1]), in two passes over the scores.
+
+    The first pass counts the cells of :func:`percentile_edges`; an edge lies
+    between two consecutive order statistics, hence in the cell of one of
+    them or in an empty cell between, so every other cell lies inside one
+    bin, known before the edges are. The second pass sums each score of those
+    cells into its bin and gathers the scores of the cells holding a needed
+    rank, which give the edges and are then placed by search. The sums of
+    the gathered scores are added last: ``sum s`` of a bin may differ from a
+    single bincount by round-off (an ulp per addition); the counts and
+    ``sum y`` are exact.
+    """
+    n = s.shape[0]
+    plan = _PercentilePlan(n, np.linspace(0.0, 1.0, n_bins + 1) * 100)
+    counts = _cell_counts(s)
+    cell, wanted = _rank_cells(counts, plan.ranks)
+    if _crowded(counts, wanted):
+        edges = np.percentile(s, np.linspace(0.0, 1.0, n_bins + 1) * 100)
+        return bin_table(y, s, None, edges, unit_weight=True)
+    # bin of each cell that holds no needed rank: the number of interior
+    # edges whose upper order statistic lies in a cell below it
+    inner_next = np.sort(cell[np.searchsorted(plan.ranks, plan.next[1:-1])])
+    cell_bin = np.searchsorted(inner_next, np.arange(counts.shape[0]), side="left")
+    cell_bin[wanted] = n_bins  # gathered, placed later
+    slots = n_bins + 1
+    count = np.zeros(2 * slots, dtype=np.intp)
+    sws = np.zeros(slots)
+    size = min(n, _CHUNK)
+    key = np.empty(slots + size, dtype=np.intp)
+    key[:slots] = np.arange(slots)
+    val = np.empty(slots + size)
+    lab = np.empty(size, dtype=np.intp)
+    m_buf = np.empty(size, dtype=bool)
+    picked_s, picked_y = [], []
+    start = 0
+    for part, c in _chunk_cells(s):
+        k = part.shape[0]
+        b, yc, m = key[slots : slots + k], y[start : start + k], m_buf[:k]
+        np.take(cell_bin, c, out=b, mode="clip")
+        np.equal(b, n_bins, out=m)
+        picked_s.append(part[m])
+        picked_y.append(yc[m])
+        np.multiply(yc, slots, out=lab[:k], casting="unsafe")
+        lab[:k] += b
+        count += np.bincount(lab[:k], minlength=2 * slots)
+        val[:slots] = sws
+        val[slots : slots + k] = part
+        sws = np.bincount(key[: slots + k], weights=val[: slots + k])
+        start += k
+    ps, py = np.concatenate(picked_s), np.concatenate(picked_y)
+    edges = plan.edges(_select(ps, _local_ranks(counts, wanted, cell, plan.ranks)))
+    inner = edges[1:-1]
+    # each edge is in a gathered or an empty cell (see above)
+    edge_cell = np.minimum((inner * _SELECT_CELLS).astype(np.intp), counts.shape[0] - 1)
+    if np.any(~wanted[edge_cell] & (counts[edge_cell] > 0)):  # pragma: no cover
+        raise AssertionError("quantile edge outside the gathered cells")
+    pb = np.searchsorted(inner, ps, side="left")
+    positive = count[slots : slots + n_bins] + np.bincount(
+        pb, weights=py, minlength=n_bins
+    ).astype(np.intp)
+    total = count[:n_bins] + count[slots : slots + n_bins]
+    total += np.bincount(pb, minlength=n_bins)
+    sws = sws[:n_bins] + np.bincount(pb, weights=ps, minlength=n_bins)
+    return table_from_sums(
+        edges, total.astype(np.float64), positive.astype(np.float64), sws, total
+    )
 
 
 # Scores per pass of the chunked bin assignment: the temporaries of a chunk
@@ -207,13 +391,19 @@ def table_from_sums(edges, sw, swy, sws, count):
     )
 
 
-def bin_table(y, s, w, edges, index=None):
+def bin_table(y, s, w, edges, index=None, *, unit_weight=None):
     """Per-bin table of one binary problem; ``index`` is the bin of each score
-    (:func:`assign_bins` of ``edges`` when not given)."""
+    (:func:`assign_bins` of ``edges`` when not given, then found chunk by
+    chunk with the sums, see :func:`_lookup_sums`). ``unit_weight`` says
+    whether ``w`` is all ones (checked when ``None``)."""
     n_bins = edges.shape[0] - 1
+    if unit_weight is None:
+        unit_weight = bool(w.min() == 1.0 and w.max() == 1.0)
+    if index is None and s.ndim == 1 and s.shape[0] >= _CHUNK:
+        return table_from_sums(edges, *_lookup_sums(y, s, w, edges, unit_weight))
     b = assign_bins(s, edges) if index is None else index
     count = np.bincount(b, minlength=n_bins)
-    if w.min() == 1.0 and w.max() == 1.0:
+    if unit_weight:
         # Unit weights: the weighted sums are the plain ones, bit for bit
         # (``1 * v`` is ``v`` and a sum of ones below 2**53 is exact), in
         # three passes instead of four and no products.
@@ -225,6 +415,76 @@ def bin_table(y, s, w, edges, index=None):
         swy = np.bincount(b, weights=w * y, minlength=n_bins)
         sws = np.bincount(b, weights=w * s, minlength=n_bins)
     return table_from_sums(edges, sw, swy, sws, count)
+
+
+# Cells of the lookup table of :func:`_lookup_sums`: ``s * G`` is exact, the
+# table (32 KB) stays in L1 and a bin of 1 / 15 spans ~270 cells.
+_LOOKUP_CELLS = 1 << 12
+
+
+def _lookup_sums(y, s, w, edges, unit_weight):
+    """Bin sums ``(sum w, sum w y, sum w s, count)`` of :func:`assign_bins`
+    of ``edges`` for 0/1 labels ``y``, in one pass of cache-sized chunks.
+
+    A score's bin is read from a table of the ``G`` cells ``[j / G, (j + 1)
+    / G)``; scores in a cell that holds an interior edge, in the first or the
+    last cell (0.0, 1.0, anything clipped there) are searched. The bin
+    numbers of a chunk stay in the cache for its bincounts instead of being
+    written out and read three times. Each weighted bincount of a chunk
+    starts from the sums so far (the first ``n_bins`` entries of its input
+    are bin ``k`` with weight ``sum_k``), so the sums are those of one
+    bincount over all the scores, bit for bit. Without weights one count of
+    the keys ``bin + n_bins * y`` gives the count and ``sum y`` (exact
+    integers) of every bin.
+    """
+    inner = edges[1:-1]
+    n_bins = edges.shape[0] - 1
+    G = _LOOKUP_CELLS
+    below = np.searchsorted(inner, np.arange(G + 1) / G, side="left")
+    table = np.where(below[:-1] == below[1:], below[:-1], -1)
+    table = np.concatenate([[-1], table[1:], [-1]]).astype(np.intp)
+    n = s.shape[0]
+    count = np.zeros(2 * n_bins if unit_weight else n_bins, dtype=np.intp)
+    sums = [np.zeros(n_bins) for _ in range(1 if unit_weight else 3)]
+    size = min(n, _CHUNK)
+    key = np.empty(n_bins + size, dtype=np.intp)
+    key[:n_bins] = np.arange(n_bins)
+    val = np.empty(n_bins + size)
+    c_buf = np.empty(size, dtype=np.intp)
+    m_buf = np.empty(size, dtype=bool)
+    for start in range(0, n, _CHUNK):
+        sc = s[start : start + _CHUNK]
+        k = sc.shape[0]
+        c, b, m = c_buf[:k], key[n_bins : n_bins + k], m_buf[:k]
+        with np.errstate(invalid="ignore"):  # NaN: clipped and searched
+            np.multiply(sc, G, out=c, casting="unsafe")
+        np.take(table, c, out=b, mode="clip")
+        np.less(b, 0, out=m)
+        if m.any():
+            near = np.flatnonzero(m)
+            b[near] = np.searchsorted(inner, sc[near], side="left")
+        yc = y[start : start + k]
+        if unit_weight:
+            np.multiply(yc, n_bins, out=c, casting="unsafe")
+            c += b
+            count += np.bincount(c, minlength=2 * n_bins)
+            columns = (sc,)
+        else:
+            count += np.bincount(b, minlength=n_bins)
+            wc = w[start : start + k]
+            columns = (wc, (wc, yc), (wc, sc))
+        for acc, col in zip(sums, columns, strict=True):
+            val[:n_bins] = acc
+            if isinstance(col, tuple):
+                np.multiply(*col, out=val[n_bins : n_bins + k])
+            else:
+                val[n_bins : n_bins + k] = col
+            acc[:] = np.bincount(key[: n_bins + k], weights=val[: n_bins + k])
+    if unit_weight:
+        positive = count[n_bins:]
+        count = count[:n_bins] + positive
+        return count.astype(np.float64), positive.astype(np.float64), sums[0], count
+    return (*sums, count)
 
 
 def binned_error(table, norm, debias):

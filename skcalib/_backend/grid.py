@@ -69,12 +69,25 @@ def calibration_statistics(y, s, w, M=FINE_M, *, scores=None):
     stats : ndarray of shape (M + 1, 3)
     """
     n = s.shape[0]
-    cells = np.zeros((2 * M, 3 if scores is None else 4), dtype=np.float64)
+    # column by column in memory: each bincount is added to a contiguous column
+    cells = np.zeros((3 if scores is None else 4, 2 * M), dtype=np.float64).T
+    # Unit weights: ``1 * v`` is ``v`` and a sum of ones below 2**53 is exact,
+    # so the sums are those of the weighted columns, bit for bit, without the
+    # products and with a count for the first column.
+    unit = bool(w.min() == 1.0 and w.max() == 1.0)
     for start in range(0, n, _CHUNK):
         sl = slice(start, min(start + _CHUNK, n))
         key, theta = cell_keys(y[sl], s[sl], M)
-        cols = moment_columns(w[sl], theta, None if scores is None else scores[sl])
-        add_cell_moments(cells, key, cols)
+        if unit:
+            cells[:, 0] += np.bincount(key, minlength=2 * M)
+            if scores is None:
+                cols = (theta, theta * theta)
+            else:
+                cols = (theta, scores[sl], theta * scores[sl])
+            add_cell_moments(cells[:, 1:], key, cols)
+        else:
+            cols = moment_columns(w[sl], theta, None if scores is None else scores[sl])
+            add_cell_moments(cells, key, cols)
     return statistics_from_cells(cells, M)
 
 

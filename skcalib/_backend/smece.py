@@ -63,9 +63,17 @@ class GridGeometry:
         """Scores -> positions in [0, 1] on the grid."""
         if self.metric == "l1":
             return s
-        c = np.clip(s, LOGIT_EPS, 1.0 - LOGIT_EPS)
-        u = np.log(c) - np.log1p(-c)
-        return (u - self.lo) / self.length
+        # the operations of ``(log(c) - log1p(-c) - lo) / length`` in place:
+        # one new array instead of five (page faults cost as much as the logs)
+        u = np.maximum(s, LOGIT_EPS)
+        np.minimum(u, 1.0 - LOGIT_EPS, out=u)
+        t = np.negative(u)
+        np.log1p(t, out=t)
+        np.log(u, out=u)
+        u -= t
+        u -= self.lo
+        u /= self.length
+        return u
 
     def scores_at(self, M):
         """Score (probability) value of each of the ``M + 1`` grid points."""
@@ -132,11 +140,20 @@ def fit(y, s, w, geometry, sigma=None):
         stats = statistics(y, s, w, geometry, geometry.grid_size(0.8 * sigma, FINE_M))
         return smece_at(stats, sigma, geometry), sigma, stats
     M = FIRST_PASS_M
-    # the logit of every score, once for both passes
-    u = None if geometry.metric == "l1" else geometry.to_unit(s)
+    fine = None
+    if geometry.metric != "l1":
+        # The logit grid is ~44 units long: sigma* of ~0.1 needs ~2**15 cells,
+        # so a first pass on 2**12 nearly always leads to a second. Bin once on
+        # the finest grid and take each grid of the search from its exact
+        # coarsenings (the numbers of a direct binning up to round-off).
+        u = geometry.to_unit(s)
+        fine = pyramid(statistics(y, s, w, geometry, FINE_M, positions=u))
     while True:
-        stats = pyramid(statistics(y, s, w, geometry, M, positions=u))
-        sig = solve_sigma(stats, geometry)
+        if fine is None:
+            stats = pyramid(statistics(y, s, w, geometry, M))
+        else:
+            stats = pyramid(fine.at(M))
+        sig = solve_sigma(stats, geometry, grid=M)
         need = geometry.grid_size(0.8 * sig, FINE_M)
         if need <= M:
             return self_consistent_value(stats, sig), sig, stats
@@ -175,15 +192,24 @@ def smece_at(stats, sigma, geometry):
     return float(geometry.integrate(np.abs(r), M))
 
 
-def solve_sigma(stats, geometry, *, tol=SIGMA_TOL, lo=0.0, hi=1.0):
+def solve_sigma(stats, geometry, *, tol=SIGMA_TOL, lo=0.0, hi=1.0, grid=None):
     """The fixed point ``sigma*`` with ``smECE_sigma* = sigma*`` by bisection.
 
     ``smECE_sigma - sigma`` is decreasing, positive near 0 (unless the sample
     is exactly calibrated) and negative at 1, so bisection on ``[lo, hi]``
     brackets the root; the returned value is within ``tol`` of it.
+
+    With ``grid=M`` the search stops as soon as every ``sigma`` left in the
+    bracket needs the same grid of more than ``M`` cells (of
+    ``geometry.grid_size(0.8 * sigma)``): a value found on ``M`` cells is then
+    only read for that grid, and is found again on it.
     """
     stats = pyramid(stats)
     while hi - lo > tol:
+        if grid is not None:
+            finest = geometry.grid_size(0.8 * lo, FINE_M)
+            if finest > grid and finest == geometry.grid_size(0.8 * hi, FINE_M):
+                break
         mid = 0.5 * (lo + hi)
         if smece_at(stats, mid, geometry) > mid:
             lo = mid

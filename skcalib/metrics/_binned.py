@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend.binning import (
-    assign_uniform_bins,
+    SELECT_MIN,
     bin_table,
     binned_error_value,
     quantile_edges,
+    quantile_table,
     uniform_edges,
 )
 from .._backend.distributed import any_dask
@@ -196,13 +197,17 @@ def binned_calibration_error(
     # Only "cbrt" reads the number of rows of positive weight (a pass at 1e7).
     n_positive = int(np.count_nonzero(data.weight)) if isinstance(n_bins, str) else 0
     n_bins = check_n_bins(n_bins, n_positive)
+    # without weights the bin sums need no products and no pass over w
+    unit = True if sample_weight is None else None
     values, tables = [], []
     for y, s, w in binary_tasks(data, multi_class):
         if strategy == "uniform":
-            edges = uniform_edges(n_bins)
-            table = bin_table(y, s, w, edges, assign_uniform_bins(s, n_bins))
+            table = bin_table(y, s, w, uniform_edges(n_bins), unit_weight=unit)
+        elif unit and s.shape[0] >= SELECT_MIN:
+            table = quantile_table(y, s, n_bins)
         else:
-            table = bin_table(y, s, w, quantile_edges(s, w, n_bins))
+            edges = quantile_edges(s, w, n_bins, unit_weight=unit is True)
+            table = bin_table(y, s, w, edges, unit_weight=unit)
         values.append(binned_error_value(table, norm, debias, not root))
         tables.append(table)
     value = float(np.mean(values))

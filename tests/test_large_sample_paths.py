@@ -1,0 +1,200 @@
+"""The chunked large-sample paths equal direct computations.
+
+Binned errors, quantile edges and top-label reductions take cache-sized
+chunks and histogram selection above a few 1e5 rows; here they are compared
+with brute-force loops written in the test (bins by explicit comparisons,
+exact sums by ``math.fsum``) and with numpy's own reductions.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from skcalib._backend import smece as _sm
+from skcalib._backend.binning import SELECT_MIN, percentile_edges
+from skcalib._backend.grid import calibration_statistics
+from skcalib._validation import binary_tasks, check_calibration_inputs, top_label
+from skcalib.metrics import binned_calibration_error
+
+N = SELECT_MIN + 12_345  # above the thresholds, several chunks
+
+
+def _scores(kind, n, rng):
+    """Adversarial score sets: smooth, skewed, discrete, ties on edges, only
+    0 and 1, a tight cluster."""
+    if kind == "beta":
+        return rng.beta(2, 5, size=n)
+    if kind == "skewed":
+        return rng.beta(0.2, 4, size=n)
+    if kind == "discrete":
+        return rng.integers(0, 7, size=n) / 6.0
+    if kind == "edges":
+        return rng.choice(np.arange(16) / 15, size=n)
+    if kind == "zero_one":
+        return (rng.uniform(size=n) < 0.3).astype(float)
+    return 0.5 + 1e-9 * rng.standard_normal(n)
+
+
+KINDS = ["beta", "skewed", "discrete", "edges", "zero_one", "cluster"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_percentile_edges_are_numpys_bit_for_bit(kind):
+    s = _scores(kind, N, np.random.default_rng(KINDS.index(kind)))
+    for n_bins in (2, 7, 15, 40):
+        q = np.linspace(0.0, 1.0, n_bins + 1)
+        np.testing.assert_array_equal(percentile_edges(s, q), np.percentile(s, q * 100))
+
+
+def _brute_table(y, s, edges):
+    """Bins by explicit comparisons (first bin ``[e0, e1]``, then ``(e_k,
+    e_k+1]``) and exact sums."""
+    B = edges.shape[0] - 1
+    rows = []
+    for k in range(B):
+        member = s <= edges[k + 1] if k == 0 else (s > edges[k]) & (s <= edges[k + 1])
+        if k == B - 1:
+            member = s > edges[k] if k else np.ones_like(s, dtype=bool)
+        c = int(member.sum())
+        if c:
+            rows.append((k, c, math.fsum(y[member]) / c, math.fsum(s[member]) / c))
+    return rows
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_large_binned_table_is_the_brute_force(strategy, kind):
+    rng = np.random.default_rng(100 + KINDS.index(kind))
+    s = _scores(kind, N, rng)
+    y = (rng.uniform(size=N) < s).astype(float)
+    s_before, y_before = s.copy(), y.copy()
+    res = binned_calibration_error(
+        y, s, n_bins=15, strategy=strategy, return_details=True
+    )
+    np.testing.assert_array_equal(s, s_before)
+    np.testing.assert_array_equal(y, y_before)
+    if strategy == "uniform":
+        edges = np.array([k / 15 for k in range(16)])
+    else:
+        edges = np.percentile(s, np.linspace(0, 1, 16) * 100)
+    np.testing.assert_array_equal(res.edges, edges)
+    ref = _brute_table(y, s, edges)
+    np.testing.assert_array_equal(res.bin, [r[0] for r in ref])
+    np.testing.assert_array_equal(res.count, [r[1] for r in ref])
+    np.testing.assert_allclose(res.mean_label, [r[2] for r in ref], rtol=1e-13)
+    np.testing.assert_allclose(res.mean_score, [r[3] for r in ref], rtol=1e-11)
+    counts = np.array([r[1] for r in ref])
+    gaps = np.abs(np.array([r[2] - r[3] for r in ref]))
+    assert res.value == pytest.approx(math.fsum(counts * gaps) / N, abs=1e-12)
+
+
+def test_weighted_large_table_is_the_brute_force():
+    rng = np.random.default_rng(7)
+    s = rng.beta(2, 3, size=N)
+    y = (rng.uniform(size=N) < s).astype(float)
+    w = rng.uniform(0.1, 3.0, size=N)
+    res = binned_calibration_error(
+        y, s, n_bins=15, sample_weight=w, return_details=True
+    )
+    edges = np.arange(16) / 15
+    b = np.minimum(np.maximum(np.ceil(s * 15).astype(int) - 1, 0), 14)
+    for j, k in enumerate(res.bin):
+        m = b == k
+        sw = math.fsum(w[m])
+        assert res.weight[j] == pytest.approx(sw, rel=1e-13)
+        assert res.mean_label[j] == pytest.approx(
+            math.fsum(w[m] * y[m]) / sw, rel=1e-12
+        )
+        assert res.mean_score[j] == pytest.approx(
+            math.fsum(w[m] * s[m]) / sw, rel=1e-12
+        )
+    np.testing.assert_array_equal(res.edges, edges)
+
+
+def test_float_labels_are_not_exposed_for_writing():
+    rng = np.random.default_rng(1)
+    y = (rng.uniform(size=1000) < 0.5).astype(float)
+    data = check_calibration_inputs(y, rng.uniform(size=1000))
+    np.testing.assert_array_equal(data.y, y)
+    assert not (np.shares_memory(data.y, y) and data.y.flags.writeable)
+    # other labels are compared with pos_label, not copied
+    d2 = check_calibration_inputs(2.0 * y, rng.uniform(size=1000), pos_label=2.0)
+    np.testing.assert_array_equal(d2.y, y)
+
+
+@pytest.mark.parametrize("k", [3, 10, 31, 50])
+def test_top_label_is_argmax_and_max_with_ties(k):
+    rng = np.random.default_rng(k)
+    n = 40_000
+    P = rng.dirichlet(np.ones(k), size=n)
+    P[::7, :2] = P[::7, :2].sum(axis=1, keepdims=True) / 2  # two-way ties
+    P[::11] = 1.0 / k  # all tied
+    P[::13, -1] = P[::13].max(axis=1)  # last column tied with the max
+    pred, conf = top_label(P)
+    ref_pred = np.array([int(np.flatnonzero(r == r.max())[0]) for r in P])
+    np.testing.assert_array_equal(pred, ref_pred)
+    np.testing.assert_array_equal(conf, P[np.arange(n), ref_pred])
+
+
+def test_top_label_task_is_the_argmax_one():
+    rng = np.random.default_rng(3)
+    n, k = 20_000, 6
+    P = rng.dirichlet(np.ones(k), size=n)
+    y = rng.integers(0, k, size=n)
+    data = check_calibration_inputs(y, P)
+    ((correct, conf, _),) = binary_tasks(data, "top-label")
+    pred = P.argmax(axis=1)
+    np.testing.assert_array_equal(correct, (pred == y).astype(float))
+    np.testing.assert_array_equal(conf, P.max(axis=1))
+
+
+def test_logit_positions_are_the_formula():
+    g = _sm.GridGeometry("logit")
+    s = np.concatenate([np.random.default_rng(0).uniform(size=5000), [0, 1, 1e-300]])
+    c = np.clip(s, _sm.LOGIT_EPS, 1 - _sm.LOGIT_EPS)
+    ref = (np.log(c) - np.log1p(-c) - g.lo) / g.length
+    np.testing.assert_array_equal(g.to_unit(s), ref)
+
+
+def test_unit_weight_statistics_are_the_weighted_ones():
+    rng = np.random.default_rng(4)
+    s = rng.uniform(size=300_000)
+    y = (rng.uniform(size=s.shape[0]) < s).astype(float)
+    u = _sm.GridGeometry("logit").to_unit(s)
+    for pos, scores in ((s, None), (u, s)):
+        one = calibration_statistics(y, pos, np.ones_like(s), 4096, scores=scores)
+        # doubling every weight doubles every sum exactly (weighted path)
+        two = calibration_statistics(y, pos, np.full_like(s, 2.0), 4096, scores=scores)
+        np.testing.assert_array_equal(one, two / 2)
+
+
+def _two_pass_fit(y, s, w, geometry):
+    """The bandwidth search with a direct binning on every grid it tries."""
+    M = _sm.FIRST_PASS_M
+    while True:
+        stats = _sm.statistics(y, s, w, geometry, M)
+        sig = _sm.solve_sigma(stats, geometry)
+        need = geometry.grid_size(0.8 * sig, _sm.FINE_M)
+        if need <= M:
+            return _sm.self_consistent_value(stats, sig), stats
+        M = need
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_logit_fit_from_one_binning_is_the_direct_search(seed):
+    rng = np.random.default_rng(seed)
+    n, k = 60_000, 10
+    logits = 2.0 * rng.standard_normal((n, k))
+    P = np.exp(logits)
+    P /= P.sum(axis=1, keepdims=True)
+    y = rng.integers(0, k, size=n)
+    data = check_calibration_inputs(y, P)
+    ((c, s, w),) = binary_tasks(data, "top-label")
+    geometry = _sm.GridGeometry("logit")
+    value, _, stats = _sm.fit(c, s, w, geometry)
+    ref_value, ref_stats = _two_pass_fit(c, s, w, geometry)
+    assert value == pytest.approx(ref_value, rel=1e-9)
+    got = stats.at(stats.fine_m)
+    assert got.shape == ref_stats.shape
+    np.testing.assert_allclose(got, ref_stats, rtol=1e-9, atol=1e-9 * ref_stats.max())
