@@ -285,6 +285,13 @@ _SIZE_METHODS = [
 _SIZE_IDS = [m + "-" + kw.get("statistic", "") for m, kw in _SIZE_METHODS]
 
 
+def _reps(method, kw):
+    """Repetitions of a size check: 300 for the two costliest statistics
+    (quadratic SKCE, resampled smECE), 500 for the others."""
+    costly = method == "skce" or kw.get("statistic") == "smooth_ece"
+    return 300 if costly else 500
+
+
 def _pvalues(method, kw, n, kind, reps):
     out = []
     for r in range(reps):
@@ -301,10 +308,11 @@ def _pvalues(method, kw, n, kind, reps):
 @pytest.mark.parametrize("method, kw", _SIZE_METHODS, ids=_SIZE_IDS)
 @pytest.mark.parametrize("n", [200, 1500])
 def test_pvalues_are_uniform_under_h0(method, kw, n):
-    pv = _pvalues(method, kw, n, "uniform", 500)
+    reps = _reps(method, kw)
+    pv = _pvalues(method, kw, n, "uniform", reps)
     # Monte-Carlo p-values live on the grid k / 50 (1/50 of CDF at most).
     assert stats.kstest(pv, "uniform").pvalue > 1e-3
-    assert np.mean(pv <= 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 500)
+    assert np.mean(pv <= 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / reps)
 
 
 # Asymptotic laws need enough expected events: the adversarial designs
@@ -329,7 +337,8 @@ def test_tests_are_valid_on_adversarial_data(method, kw, kind, n):
             "with 3 per group it rejects 3.6% at level 1% (use "
             "method='consistency', statistic='hosmer-lemeshow')"
         )
-    pv = _pvalues(method, kw, n, kind, 500)
+    reps = _reps(method, kw)
+    pv = _pvalues(method, kw, n, kind, reps)
     for alpha in (0.01, 0.05, 0.1):
-        slack = 3 * np.sqrt(alpha * (1 - alpha) / 500)
+        slack = 3 * np.sqrt(alpha * (1 - alpha) / reps)
         assert np.mean(pv <= alpha) <= alpha + slack, alpha
