@@ -46,7 +46,7 @@ __all__ = ["KernelRecalibrator"]
 _METHODS = ("auto", "logit", "grid", "classwise", "canonical")
 # Fitted attributes that only some methods set.
 _METHOD_ATTRIBUTES = ("base_", "maps_", "calibration_points_")
-_BASES = ("auto", "temperature", "platt", "beta", "sigmoid")
+_BASES = ("auto", "temperature", "platt", "beta", "sigmoid", "vector")
 _GRID_BANDWIDTHS = ("auto", "smece")
 _DIRICHLET_BANDWIDTHS = ("auto", "mle", "risk")
 # Points used by the multiclass bandwidth selectors (O(m^2 K) per candidate).
@@ -76,7 +76,7 @@ class KernelRecalibrator(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     estimators are available:
 
     * ``method="logit"`` (the default): a parametric map in log-odds space
-      (temperature, Platt or sigmoid scaling) followed by a kernel
+      (temperature, Platt, beta, sigmoid or vector scaling) followed by a kernel
       correction, ``q = expit(u + alpha(u))`` with ``u`` the parametric
       log-odds and ``alpha`` a local-likelihood offset smoothed over the
       quantiles of ``u``. The bandwidth runs from ``inf`` (no correction:
@@ -118,7 +118,7 @@ default="auto"
         grid of candidate ``b``, ``"mle"`` maximises the leave-one-out kernel
         density likelihood, ``"risk"`` uses risk alignment, and a float > 0
         is ``b``.
-    base : {"auto", "temperature", "platt", "beta", "sigmoid"}, \
+    base : {"auto", "temperature", "platt", "beta", "sigmoid", "vector"}, \
 default="auto"
         Parametric part of the logit map (ignored by the other methods):
         ``"temperature"`` scales the log-odds (binary) or the logits
@@ -129,10 +129,14 @@ default="auto"
         towards 0 and towards 1); ``"sigmoid"`` fits a slope and an
         intercept on each class's probability (a model that is
         over-confident near 0 and 1 at once, such as a random forest, is
-        often better described in probability space). ``"auto"`` selects by
-        cross-validated log-loss: all four for binary problems (``"beta"``
-        from 500 rows), ``"temperature"`` and ``"sigmoid"`` for multiclass
-        ones; among near ties the simplest wins, in that order.
+        often better described in probability space); ``"vector"``
+        (multiclass only) is vector scaling, ``softmax(a * log P + b)`` with
+        one slope and one intercept per class fitted jointly (with two
+        classes it would be beta calibration). ``"auto"`` selects by
+        cross-validated log-loss: the first four for binary problems
+        (``"beta"`` from 500 rows), ``"temperature"``, ``"vector"`` (from 500
+        rows) and ``"sigmoid"`` for multiclass ones; among near ties the
+        simplest wins, in that order.
     pseudo_count : float, default=1.0
         Weight (in the units of ``sample_weight``, which count as frequencies)
         of a pseudo-observation with an even label
@@ -171,7 +175,7 @@ default="auto"
         Class labels, in the order of the probability columns.
     method_ : {"logit", "grid", "classwise", "canonical"}
         The method used.
-    base_ : {"temperature", "platt", "beta", "sigmoid"}
+    base_ : {"temperature", "platt", "beta", "sigmoid", "vector"}
         Parametric part of the logit map; logit method only.
     shrinkage_ : float
         Weight of the uniform distribution in the output.
@@ -392,6 +396,11 @@ default="auto"
             self.bandwidth_scores_ = None if scores[0] is None else scores
 
     def _fit_logit(self, P, y_idx, w, bandwidth, base, eps, pseudo_count):
+        if base == "vector" and P.shape[1] == 2:
+            raise ValueError(
+                "base='vector' needs three or more classes; vector scaling of "
+                "two classes is beta calibration, base='beta'."
+            )
         # The logit map's pseudo-observations are in the units of the weights.
         fit, scores = _lm.fit_logit_map(
             P, y_idx, w, prior=pseudo_count, eps=eps, bandwidth=bandwidth, base=base
