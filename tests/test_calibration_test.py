@@ -342,3 +342,30 @@ def test_tests_are_valid_on_adversarial_data(method, kw, kind, n):
     for alpha in (0.01, 0.05, 0.1):
         slack = 3 * np.sqrt(alpha * (1 - alpha) / reps)
         assert np.mean(pv <= alpha) <= alpha + slack, alpha
+
+
+def test_classwise_smooth_ece_resamples_decided_by_brackets_match_their_values():
+    # The classwise consistency test decides "mean of K fixed points >= t"
+    # from bisection brackets alone; each resample's full value (a root solve
+    # per class, a separate code path) must give the same decisions.
+    from skcalib._backend import consistency as cs
+
+    rng = np.random.default_rng(11)
+    P = rng.dirichlet(np.ones(3), size=400)
+    Q = P**1.3 / (P**1.3).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(3, p=row) for row in Q])
+    w = np.ones(P.shape[0])
+    geometry = _sm.GridGeometry("l1")
+    stats = [SmoothECEStatistic(P[:, k], w, geometry) for k in range(3)]
+    draw = cs.ClassDraw(P)
+
+    def rngs():
+        return [np.random.default_rng(i) for i in range(40)]
+
+    values = cs.ValueBatch([s.observed for s in stats], draw)(rngs())
+    observed = np.mean([f.observed((y == k) * 1.0) for k, f in enumerate(stats)])
+    for t in [*np.quantile(values, [0.1, 0.5, 0.9]), observed]:
+        decided = cs.MeanExceedBatch(stats, draw, t)(rngs()).astype(bool)
+        close = np.abs(values - t) < 2 * _sm.SIGMA_TOL
+        np.testing.assert_array_equal(decided[~close], (values >= t)[~close])
+        assert 0 < decided.sum() < decided.size or t == observed

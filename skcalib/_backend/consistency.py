@@ -225,6 +225,66 @@ class ExceedBatch:
         )
 
 
+class MeanExceedBatch:
+    """Resampled indicators ``mean_k T*_k >= threshold`` for the SmoothECE
+    fixed points of ``K`` tasks (classwise), without computing each ``T*_k``.
+
+    Every ``T*_k`` is bracketed by its own bisection (``smECE_sigma - sigma``
+    decreases in ``sigma``, as in :meth:`SmoothECEStatistic.exceeds`), first
+    split at the threshold; then the widest bracket is halved until the
+    bracket of the mean lies on one side of the threshold. Resampled values
+    are usually all below the observed one: ``K`` smoothings then decide,
+    where the values take ~20 each.
+    """
+
+    def __init__(self, statistics, draw, threshold):
+        self.statistics, self.draw, self.threshold = statistics, draw, threshold
+
+    def __call__(self, rngs):
+        out = np.empty(len(rngs))
+        for i, rng in enumerate(rngs):
+            grids = [
+                _sm.pyramid(f.grid_statistics(y[f.order] > 0.5))
+                for f, y in zip(self.statistics, self.draw(rng), strict=True)
+            ]
+            out[i] = mean_fixed_point_exceeds(
+                grids, self.statistics[0].geometry, self.threshold
+            )
+        return out
+
+
+def mean_fixed_point_exceeds(grids, geometry, threshold, tol=None):
+    """Whether the mean of the fixed points ``sigma*_k`` of ``grids`` (grid
+    statistics of ``K`` tasks) is at least ``threshold``.
+
+    Brackets narrower than ``tol`` (default ``smece.SIGMA_TOL``, the
+    bisection's own) count by their midpoints.
+    """
+    if threshold <= 0:
+        return True
+    tol = _sm.SIGMA_TOL if tol is None else tol
+    K = len(grids)
+    # First every bracket is split at the threshold itself: when all fixed
+    # points fall on one side (the usual case), that decides.
+    above = np.array([_sm.smece_at(g, threshold, geometry) > threshold for g in grids])
+    lo = np.where(above, threshold, 0.0)
+    hi = np.where(above, 1.0, threshold)
+    target = threshold * K
+    while True:
+        if lo.sum() >= target:
+            return True
+        if hi.sum() < target:
+            return False
+        k = int(np.argmax(hi - lo))
+        if hi[k] - lo[k] <= tol:
+            return 0.5 * (lo.sum() + hi.sum()) >= target
+        mid = 0.5 * (lo[k] + hi[k])
+        if _sm.smece_at(grids[k], mid, geometry) > mid:
+            lo[k] = mid
+        else:
+            hi[k] = mid
+
+
 def run_batches(batch, n_resamples, seed, n_jobs=None):
     """``batch(rngs)`` over ``n_resamples`` generators, in parallel (joblib).
 

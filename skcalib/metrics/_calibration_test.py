@@ -174,19 +174,24 @@ def _consistency(
     )
     stats = [_task_statistic(statistic, s, w, n_bins, bandwidth) for _, s, w in tasks]
     observed = float(np.mean([f(y) for f, (y, _, _) in zip(stats, tasks, strict=True)]))
+    if statistic == "smooth_ece":
+        # Only whether each resample reaches the observed value matters; the
+        # lower end of the bisection bracket keeps the count from missing a
+        # resample that ties the exact fixed point.
+        threshold = max(observed - _sm.SIGMA_TOL, 0.0) if observed > 0 else 0.0
+        if len(tasks) == 1:
+            batch = _cs.ExceedBatch(stats[0].stat, threshold)
+        else:
+            batch = _cs.MeanExceedBatch(
+                [f.stat for f in stats], _cs.ClassDraw(data.proba), threshold
+            )
+        exceed = _cs.run_batches(batch, n_resamples, seed, n_jobs)
+        pvalue = (1.0 + float(exceed.sum())) / (1.0 + n_resamples)
+        return CalibrationTestResult(
+            observed, pvalue, "consistency", name, data.n_samples, n_resamples
+        )
     if len(tasks) == 1:
         y, s, w = tasks[0]
-        if statistic == "smooth_ece":
-            # Only whether each resample reaches the observed value matters;
-            # the lower end of the bisection bracket keeps the count from
-            # missing a resample that ties the exact fixed point.
-            threshold = max(observed - _sm.SIGMA_TOL, 0.0) if observed > 0 else 0.0
-            batch = _cs.ExceedBatch(stats[0].stat, threshold)
-            exceed = _cs.run_batches(batch, n_resamples, seed, n_jobs)
-            pvalue = (1.0 + float(exceed.sum())) / (1.0 + n_resamples)
-            return CalibrationTestResult(
-                observed, pvalue, "consistency", name, data.n_samples, n_resamples
-            )
         if statistic == "skce":
             batch = _cs.SKCEBatch(s, w, _bandwidth(bandwidth, s))
         else:
