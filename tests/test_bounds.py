@@ -298,7 +298,7 @@ def test_coverage_fast(problem, name, record_property):
 @pytest.mark.parametrize("name", list(METHODS))
 @pytest.mark.parametrize("problem", PROBLEMS)
 def test_coverage_slow(problem, name, record_property):
-    rate, gap = coverage(problem, name, n=20000, reps=25, seed0=1000)
+    rate, gap = coverage(problem, name, n=20000, reps=20, seed0=1000)
     record_property("coverage", rate)
     print(f"{problem:14s} {name:12s} coverage {rate:.2f}  mean gap {gap:.4f}")
     # The guarantee is >= 1 - delta = 0.95 for each of upper and lower.

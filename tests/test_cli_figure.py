@@ -13,7 +13,7 @@ from skcalib.display import SmoothReliabilityDisplay
 matplotlib.use("Agg")
 
 
-def _problem(kind, n=6000, seed=3):
+def _problem(kind, n=3000, seed=3):
     rng = np.random.default_rng(seed)
     w = None
     if kind in ("multiclass", "classwise"):

@@ -463,11 +463,11 @@ def test_basic_interval_covers_a_nearly_calibrated_model():
     # Population smECE 0.019, n = 500: smECE is biased upward by about +120 %,
     # the percentile interval sits above the truth (benchmarks/
     # bench_intervals.py: coverage 0.00 at 95 % over 100 seeds) while the basic
-    # interval covers (0.77 there). 60 seeds: binomial s.e. about 0.055.
+    # interval covers (0.77 there). 40 seeds: binomial s.e. about 0.067.
     truth = population_smece(_near_calibrated)
     rng = np.random.default_rng(2024)
     hits = {"basic": 0, "percentile": 0}
-    n_rep = 60
+    n_rep = 40
     for rep in range(n_rep):
         s = rng.uniform(size=500)
         y = (rng.uniform(size=500) < _near_calibrated(s)).astype(int)
