@@ -24,7 +24,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from . import smece as _sm
 from .binning import assign_bins, binned_error, table_from_sums
 from .calibration_tests import skce_quadratic_many
-from .grid import FINE_M, bin_positions, coarsen
+from .grid import FINE_M, GridPyramid, bin_positions, coarsen
 
 __all__ = [
     "BinaryDraw",
@@ -88,6 +88,9 @@ class SmoothECEStatistic:
         self.cells = idx[self.starts]
         self.right = self.w * theta
         self.fixed = _sm.statistics(np.zeros_like(self.s), self.s, self.w, geometry, M)
+        # The label-free columns at every grid a resample reads, coarsened once.
+        self._fixed_levels = GridPyramid(self.fixed)
+        self._positions = {M: (idx, theta)}
 
     def draw(self, rng):
         """Labels ``y_i ~ Bernoulli(s_i)`` in the sorted order, as a mask
@@ -113,6 +116,22 @@ class SmoothECEStatistic:
         out[:, 1] = col
         return out
 
+    def label_pyramid(self, mask):
+        """A :class:`~skcalib._backend.grid.GridPyramid` of the statistics of
+        sorted labels ``mask``: only the label column is binned per grid
+        (directly from the rows when they are fewer than the grid's cells,
+        else coarsened from the fine grid), the other two are shared."""
+        return _LabelPyramid(self, mask)
+
+    def _label_column(self, mask, M):
+        if M not in self._positions:
+            self._positions[M] = bin_positions(self.geometry.to_unit(self.s), M)
+        idx, theta = self._positions[M]
+        wy = self.w * mask
+        col = np.bincount(idx, weights=wy - wy * theta, minlength=M + 1)
+        col += np.bincount(idx + 1, weights=wy * theta, minlength=M + 1)
+        return col
+
     def observed(self, y):
         """The statistic of labels ``y`` given in the caller's row order."""
         return self.value(self.grid_statistics(y[self.order] > 0.5))
@@ -133,13 +152,35 @@ class SmoothECEStatistic:
 
     def exceeds(self, rng, threshold):
         """Whether a resample's statistic is at least ``threshold``."""
-        fine = self.grid_statistics(self.draw(rng))
+        mask = self.draw(rng)
         if self.sigma is not None:
-            return self.value(fine) >= threshold
+            return self.value(self.grid_statistics(mask)) >= threshold
+        fine = self.label_pyramid(mask)
         if threshold <= 0:
             return True
-        stats = _sm.pyramid(fine)
-        return _sm.smece_at(stats, threshold, self.geometry) >= threshold
+        return _sm.smece_at(fine, threshold, self.geometry) >= threshold
+
+
+class _LabelPyramid(GridPyramid):
+    """Grid statistics of one resample, each grid built when first read."""
+
+    def __init__(self, stat, mask):
+        self.fine_m = stat.M
+        self._stat, self._mask, self._levels = stat, mask, {}
+        self._labels = None
+
+    def at(self, M):
+        if M not in self._levels:
+            stat = self._stat
+            out = stat._fixed_levels.at(M).copy()
+            if stat.s.shape[0] < M:
+                out[:, 1] = stat._label_column(self._mask, M)
+            else:
+                if self._labels is None:
+                    self._labels = GridPyramid(stat.grid_statistics(self._mask)[:, 1])
+                out[:, 1] = self._labels.at(M)
+            self._levels[M] = out
+        return self._levels[M]
 
 
 class BinnedECEStatistic:
@@ -244,7 +285,7 @@ class MeanExceedBatch:
         out = np.empty(len(rngs))
         for i, rng in enumerate(rngs):
             grids = [
-                _sm.pyramid(f.grid_statistics(y[f.order] > 0.5))
+                f.label_pyramid(y[f.order] > 0.5)
                 for f, y in zip(self.statistics, self.draw(rng), strict=True)
             ]
             out[i] = mean_fixed_point_exceeds(
@@ -349,10 +390,8 @@ class SmoothCurveBatch:
         stat = self.stat
         out = np.empty((len(rngs), self.M + 1))
         for i, rng in enumerate(rngs):
-            fine = stat.grid_statistics(stat.draw(rng))
-            out[i] = _sm.smooth_curve(coarsen(fine, self.M), stat.sigma, stat.geometry)[
-                1
-            ]
+            grids = stat.label_pyramid(stat.draw(rng))
+            out[i] = _sm.smooth_curve(grids.at(self.M), stat.sigma, stat.geometry)[1]
         return out
 
 
