@@ -67,9 +67,39 @@ def _finish(noise, centre, out, complement, saved, bad, grid, other, low, high):
     return n_bad, n_off
 
 
+def _accept(cc, noise, pending, values, grid):
+    # One round of the redraw of rejected rows (``_accept_passes``): the
+    # proposal ``cc[i] + noise[i]`` of row ``pending[i]``, rounded as in
+    # ``_finish``, is kept in ``values`` if inside [0, 1] (NaN is not);
+    # otherwise the row moves to the front of ``pending`` and ``cc``, in
+    # order. Returns the number of rows still rejected.
+    k = 0
+    for i in range(cc.shape[0]):
+        c = cc[i]
+        s = c + noise[i]
+        if (s >= 0.0) & (s <= 1.0):
+            if grid:
+                s = np.rint(s * GRID_SCALE) * GRID_STEP
+            values[pending[i]] = s
+        else:
+            pending[k] = pending[i]
+            cc[k] = c
+            k += 1
+    return k
+
+
+def _scatter(rows, values, out, complement):
+    # ``out[rows] = values`` and ``complement[rows] = 1 - values`` in one pass.
+    for i in range(rows.shape[0]):
+        out[rows[i]] = values[i]
+        if complement is not None:
+            complement[rows[i]] = 1.0 - values[i]
+
+
 @functools.cache
 def compiled_loops():
-    """``(angles, sign_and_scale, finish, pcg64_angles)`` compiled with numba.
+    """``(angles, sign_and_scale, finish, pcg64_angles, accept, scatter)``
+    compiled with numba.
 
     None without numba. ``pcg64_angles`` draws numpy's PCG64 stream and the
     angles in one pass (see :mod:`skcalib._backend.pcg64_compiled`).
@@ -83,5 +113,7 @@ def compiled_loops():
     def jit(func):
         return numba.njit(cache=True, nogil=True, boundscheck=False)(func)
 
-    loops = tuple(jit(f) for f in (_angles, _sign_and_scale, _finish))
-    return (*loops, pcg64_angles)
+    angles, sign_and_scale, finish, accept, scatter = (
+        jit(f) for f in (_angles, _sign_and_scale, _finish, _accept, _scatter)
+    )
+    return angles, sign_and_scale, finish, pcg64_angles, accept, scatter
