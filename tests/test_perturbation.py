@@ -430,11 +430,12 @@ def test_base_output_rows_checked(monkeypatch, compiled, n, bad_row, match):
 def test_noise_drawn_during_prediction_gives_sequential_draws(n_classes):
     # Large inputs: the noise is drawn in a background thread while the base
     # estimator predicts; the result is that of drawing it afterwards, from
-    # the same generator, whose state also ends up the same.
+    # the same generator, whose state also ends up the same. A third of the
+    # rows on the edges: more rows to redraw than proposals computed ahead.
     n = 3 * 2**16 + 7
     rng = np.random.default_rng(5)
     P = rng.dirichlet(np.full(n_classes, 0.7), size=n)
-    P[:50] = np.eye(n_classes)[rng.integers(0, n_classes, 50)]  # on the edges
+    P[: n // 3] = np.eye(n_classes)[rng.integers(0, n_classes, n // 3)]
     P0 = P.copy()
     clf = PerturbedClassifier(_frozen(ProbaColumns(), P), scale=2**-5)
     gen = np.random.default_rng(11)
