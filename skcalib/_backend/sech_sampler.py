@@ -597,9 +597,10 @@ def _add_noise_blocks(
         n_bad, block_off = loops[2](x, c, d, e, saved, flags, grid, o, low, high)
         n_off += block_off > 0
         if n_bad:
-            bad = np.flatnonzero(flags)
-            rows.append(first + bad)
-            centres.append((c if saved is None else saved)[bad])
+            rows.append(np.empty(n_bad, dtype=np.intp))
+            centres.append(np.empty(n_bad))
+            source = c if saved is None else saved
+            loops[6](flags, source, first, rows[-1], centres[-1])
     return rows, centres, n_off
 
 
@@ -648,19 +649,21 @@ def _accept_passes(cc, noise, pending, values, grid):
     """One round of the redraw, by numpy passes (twin of the compiled loop).
 
     Row ``pending[i]`` (clipped centre ``cc[i]``) proposes ``cc[i] +
-    noise[i]``: accepted, it is written to ``values[pending[i]]``; the
+    noise[i]``, written to ``values[pending[i]]`` (a rejected proposal is
+    overwritten later: cheaper than selecting the accepted ones); the
     rejected rows are moved, in order, to the front of ``pending`` and
     ``cc``. Returns their number.
     """
     s = cc + noise
-    ok = (s >= 0.0) & (s <= 1.0)
+    outside = (s >= 0.0) & (s <= 1.0)
+    np.logical_not(outside, out=outside)
     if grid:
         round_to_grid(s, out=s)
-    values[pending[ok]] = s[ok]
-    np.logical_not(ok, out=ok)
-    k = int(np.count_nonzero(ok))
-    pending[:k] = pending[ok]
-    cc[:k] = cc[ok]
+    values[pending] = s
+    still = pending[outside]
+    k = still.shape[0]
+    pending[:k] = still
+    cc[:k] = cc[outside]
     return k
 
 
