@@ -655,8 +655,8 @@ def _accept_passes(cc, noise, pending, values, grid):
     ``cc``. Returns their number.
     """
     s = cc + noise
-    outside = (s >= 0.0) & (s <= 1.0)
-    np.logical_not(outside, out=outside)
+    inside = (s >= 0.0) & (s <= 1.0)
+    outside = np.logical_not(inside, out=inside)
     if grid:
         round_to_grid(s, out=s)
     values[pending] = s
