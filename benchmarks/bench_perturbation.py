@@ -2,20 +2,26 @@
 
 1. ``predict_proba`` overhead on 1e6 rows on top of a LogisticRegression
    (target: under 20 % extra), measured side by side in one run: median of
-   the per-round ratios and ratio of the best times, with the compiled loops
-   (numba) and with numpy passes only; then the parts alone. The noise (64
-   random bits and a double-precision ``h ln tan`` per proposal) is drawn in
-   a background thread while the base model predicts, into a buffer that
-   then receives the perturbed probabilities, rounded to the grid
-   ``k / 2**24``. With ``--old-rev REV`` (default: the commit before the
-   float64 sampler) the sampler of that revision (float32 noise, 32 bits per
-   proposal, no grid, written into the base model's output) is timed in the
-   same rounds, from a copy of its package taken with ``git archive``.
-   "cores" is CPU time over wall time: BLAS worker threads that keep spinning
-   after a matrix product count there. Overheads are also given in CPU time
-   (all threads) and in the caller's thread CPU time (the background noise
-   left out): on a loaded machine they say more than wall times, and on an
-   idle one the wall-time overhead lies between them.
+   the per-round ratios and ratio of the best times, with the compiled
+   loops (numba) and with numpy passes only (the compiled loops patched
+   away, as an install without numba runs: the noise is still drawn in the
+   background); for today's base model (logits ~ N(0, 1): ~0.03 % of the
+   rows rejected at the default scale) and a confident one (logits spread 3
+   times more: ~8 % of the rows rejected and redrawn); then the parts
+   alone. The noise (64 random bits and a double-precision ``h ln tan`` per
+   proposal) is drawn in a background thread while the base model predicts,
+   into a buffer that then receives the perturbed probabilities, rounded to
+   the grid ``k / 2**24``, together with the proposals of the words that
+   follow, which the redraw of rejected rows takes. With ``--old-rev REV``
+   (default: the commit before the float64 sampler: float32 noise, 32 bits
+   per proposal, no grid, written into the base model's output) the sampler
+   of that revision is timed in the same rounds, from a copy of its package
+   taken with ``git archive``. "cores" is CPU time over wall time: BLAS
+   worker threads that keep spinning after a matrix product count there.
+   Overheads are also given in CPU time (all threads) and in the caller's
+   thread CPU time (the background noise left out): on a loaded machine
+   they say more than wall times, and on an idle one the wall-time overhead
+   lies between them.
 2. Certified bound vs AUROC over perturbation scales on real datasets
    (breast cancer; digits as a binary "digit >= 5" problem), from
    :func:`skcalib.select_perturbation_scale`.
@@ -145,13 +151,35 @@ def _print_overheads(wall, cpu, caller, base="LogisticRegression"):
         )
 
 
-def bench_overhead(n_rows, n_features, repeat=60, old=None):
+# Logit spreads of the base models: today's, and a confident one.
+SPREADS = {"logits ~ N(0, 1)": 1.0, "confident, logits ~ 3 N(0, 1)": 3.0}
+
+
+def _no_compiled_loops(n):
+    return None
+
+
+def _model(n_rows, n_features, spread):
+    """Data and a LogisticRegression fitted on it, with logits ~ spread
+    N(0, 1); its PerturbedClassifier."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n_rows, n_features))
-    beta = rng.standard_normal(n_features) / np.sqrt(n_features)
+    beta = spread * rng.standard_normal(n_features) / np.sqrt(n_features)
     y = (rng.uniform(size=n_rows) < 1 / (1 + np.exp(-X @ beta))).astype(int)
     base = LogisticRegression().fit(X[:50_000], y[:50_000])
     clf = PerturbedClassifier(FrozenEstimator(base), random_state=0).fit(X, y)
+    return X, y, base, clf
+
+
+def _rejected_share(base, X):
+    """Share of the rows whose first proposal falls outside [0, 1]."""
+    p = base.predict_proba(X)[:, 1]
+    noise = sech_noise(p.size, DEFAULT_SCALE, np.random.default_rng(1))
+    s = p + noise
+    return np.mean((s < 0.0) | (s > 1.0))
+
+
+def bench_overhead(n_rows, n_features, repeat=60, old=None):
     blas = [
         f"{info['internal_api']}: {info['num_threads']} threads"
         for info in threadpool_info()
@@ -163,16 +191,25 @@ def bench_overhead(n_rows, n_features, repeat=60, old=None):
     )
     n_threads = sech_sampler._sech_threads()
     print(f"  thread pools: {', '.join(blas)}; sampler threads: {n_threads}")
+    for label, spread in SPREADS.items():
+        X, y, base, clf = _model(n_rows, n_features, spread)
+        share = _rejected_share(base, X)
+        print(f"\n  base model: {label}; {100 * share:.2f} % of the rows rejected")
+        _bench_calls(X, y, base, clf, repeat, old)
+    _bench_parts(base, X, n_rows, repeat)
 
+
+def _bench_calls(X, y, base, clf, repeat, old):
     # 1. The user's view: the predict_proba calls side by side, alone in the
     # loop (other work in between changes the allocator's and the BLAS
     # threads' state, and with them the timings); then the same with the
-    # samplers' numpy passes only (numba not installed).
+    # samplers' numpy passes only (numba not installed: the compiled loops
+    # are patched away, the noise is still drawn in the background).
     lr_run = {"LogisticRegression": lambda: base.predict_proba(X)}
     compiled = {"PerturbedClassifier": lambda: clf.predict_proba(X)}
     passes = {
         "PerturbedClassifier, numpy passes": _with(
-            lambda: clf.predict_proba(X), _COMPILED_MIN_SIZE=np.inf
+            lambda: clf.predict_proba(X), _sech_loops=_no_compiled_loops
         )
     }
     if old is not None:
@@ -184,22 +221,25 @@ def bench_overhead(n_rows, n_features, repeat=60, old=None):
         passes[f"old sampler ({old.rev}), numpy passes"] = _with(
             lambda: old_clf.predict_proba(X),
             old_sampler,
-            _COMPILED_MIN_SIZE=np.inf,
+            # Old revisions' version takes (n, h).
+            _sech_loops=lambda *args: None,
         )
     for variants in (compiled, passes):
         wall, cpu, caller = _interleaved({**lr_run, **variants}, repeat)
         _print_times(wall, cpu)
         _print_overheads(wall, cpu, caller)
 
-    # 2. The parts, alone.
+
+def _bench_parts(base, X, n_rows, repeat):
+    # 2. The parts, alone (the last base model).
     P = base.predict_proba(X)
     gen = np.random.default_rng(0)
     h = DEFAULT_SCALE
 
     def given_noise():
-        buf = perturbation_noise_async(n_rows, 2, h, gen).result()
+        noise = perturbation_noise_async(n_rows, 2, h, gen).result()
         start = time.perf_counter()
-        perturb_proba(P, h, gen, noise=buf)
+        perturb_proba(P, h, gen, noise=noise)
         return time.perf_counter() - start
 
     runs = {
@@ -208,7 +248,7 @@ def bench_overhead(n_rows, n_features, repeat=60, old=None):
             lambda: sech_noise(n_rows, h, gen), _SECH_MAX_THREADS=1
         ),
         "sech_noise, numpy passes": _with(
-            lambda: sech_noise(n_rows, h, gen), _COMPILED_MIN_SIZE=np.inf
+            lambda: sech_noise(n_rows, h, gen), _sech_loops=_no_compiled_loops
         ),
         "noise buffer in the background, waited for": lambda: perturbation_noise_async(
             n_rows, 2, h, gen
@@ -234,35 +274,36 @@ def rows(full=False):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _common import peak_mb, race, row
 
-    n_rows, n_features = (10**6, 20) if full else (2 * 10**5, 20)
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((n_rows, n_features))
-    beta = rng.standard_normal(n_features) / np.sqrt(n_features)
-    y = (rng.uniform(size=n_rows) < 1 / (1 + np.exp(-X @ beta))).astype(int)
-    base = LogisticRegression().fit(X[:50_000], y[:50_000])
-    clf = PerturbedClassifier(FrozenEstimator(base), random_state=0).fit(X, y)
-    t = race(
-        {
-            "skcalib": lambda: clf.predict_proba(X),
-            "LogisticRegression": lambda: base.predict_proba(X),
-        },
-        30,
-    )
     from skcalib._backend.sech_compiled import HAVE_NUMBA
 
-    overhead = 100 * (t["skcalib"] / t["LogisticRegression"] - 1)
-    note = f"{n_features} features; overhead {overhead:.0f} % (target < 20 %)"
-    note += f"; numba {'found' if HAVE_NUMBA else 'not found'}"
-    return [
-        row(
-            "PerturbedClassifier.predict_proba",
-            n_rows,
-            t,
-            peer="LogisticRegression",
-            peak=peak_mb(lambda: clf.predict_proba(X)),
-            note=note,
+    n_rows, n_features = (10**6, 20) if full else (2 * 10**5, 20)
+    out = []
+    for label, spread in SPREADS.items():
+        X, y, base, clf = _model(n_rows, n_features, spread)
+        t = race(
+            {
+                "skcalib": lambda clf=clf, X=X: clf.predict_proba(X),
+                "LogisticRegression": lambda base=base, X=X: base.predict_proba(X),
+            },
+            30,
         )
-    ]
+        overhead = 100 * (t["skcalib"] / t["LogisticRegression"] - 1)
+        note = f"{n_features} features, {label}; overhead {overhead:.0f} %"
+        note += f" (target < 20 %); numba {'found' if HAVE_NUMBA else 'not found'}"
+        name = "PerturbedClassifier.predict_proba"
+        if spread != 1.0:
+            name += " (confident model)"
+        out.append(
+            row(
+                name,
+                n_rows,
+                t,
+                peer="LogisticRegression",
+                peak=peak_mb(lambda clf=clf, X=X: clf.predict_proba(X)),
+                note=note,
+            )
+        )
+    return out
 
 
 def _table(name, model, X, y, scales):

@@ -205,6 +205,53 @@ def test_multiclass_rows_with_subnormal_runner_up_mass_stay_finite():
     assert_allclose(Q[:, 1], Q[:, 2])
 
 
+def _share_out_the_rest(P, conf):
+    """The other classes' share of ``1 - conf`` (top class of ``P`` set to
+    ``conf``), as the mixing rule of ``perturb_proba`` words it, row by row."""
+    n, k = P.shape
+    out = np.empty_like(P)
+    for i in range(n):
+        top = int(np.argmax(P[i]))
+        rest = P[i].copy()
+        rest[top] = 0.0
+        mass, left = rest.sum(), 1.0 - conf[i]
+        even = left / (k - 1)
+        if mass < np.finfo(np.float64).tiny:
+            row = np.full(k, even)
+        else:
+            row = rest / mass * left
+        row[top] = 0.0
+        cap = conf[i] * (1.0 - 1e-12)
+        if row.max() > cap:
+            with np.errstate(divide="ignore"):
+                lam = min((row.max() - cap) / (row.max() - even), 1.0)
+            row = (1.0 - lam) * row + lam * even
+            row[top] = 0.0
+        row[top] = conf[i]
+        out[i] = row
+    return out
+
+
+@pytest.mark.parametrize("n_classes", [3, 8, 9])
+def test_multiclass_rows_are_those_of_the_rule(n_classes):
+    # Against the rule written out row by row: one-hot rows, even rows, ties
+    # for the top, subnormal runner-up mass, runner-ups pulled down, and
+    # rows stored in either order.
+    rng = np.random.default_rng(n_classes)
+    n = 3000
+    P = rng.dirichlet(np.full(n_classes, 0.3), size=n)
+    P[:300] = np.eye(n_classes)[rng.integers(0, n_classes, 300)]
+    P[300:400] = 1.0 / n_classes
+    P[400:450] = 0.0
+    P[400:450, :2] = 0.5
+    P[450:500] = [1.0, 1e-320] + [0.0] * (n_classes - 2)
+    P[500:600] = rng.dirichlet(np.full(n_classes, 50.0), size=100)  # near even
+    for Q in (P, np.asfortranarray(P)):
+        out = backend.perturb_proba(Q, 2**-3, np.random.default_rng(1))
+        conf = out[np.arange(n), P.argmax(axis=1)]
+        assert_array_equal(out, _share_out_the_rest(P, conf))
+
+
 def test_noise_independent_of_labels_and_features():
     # Two rows with the same base score get independent draws; the draw only
     # depends on the base score (and the seed), never on other features.
@@ -430,11 +477,12 @@ def test_base_output_rows_checked(monkeypatch, compiled, n, bad_row, match):
 def test_noise_drawn_during_prediction_gives_sequential_draws(n_classes):
     # Large inputs: the noise is drawn in a background thread while the base
     # estimator predicts; the result is that of drawing it afterwards, from
-    # the same generator, whose state also ends up the same.
+    # the same generator, whose state also ends up the same. A third of the
+    # rows on the edges: more rows to redraw than proposals computed ahead.
     n = 3 * 2**16 + 7
     rng = np.random.default_rng(5)
     P = rng.dirichlet(np.full(n_classes, 0.7), size=n)
-    P[:50] = np.eye(n_classes)[rng.integers(0, n_classes, 50)]  # on the edges
+    P[: n // 3] = np.eye(n_classes)[rng.integers(0, n_classes, n // 3)]
     P0 = P.copy()
     clf = PerturbedClassifier(_frozen(ProbaColumns(), P), scale=2**-5)
     gen = np.random.default_rng(11)

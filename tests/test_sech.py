@@ -332,7 +332,7 @@ def test_noise_drawn_beforehand_gives_the_same_draws():
     plain_rng = np.random.default_rng(4)
     plain = sech_sample(s0, h, plain_rng)
     rng = np.random.default_rng(4)
-    noise = sech_sampler.sech_noise_async(s0.size, h, rng).result()
+    noise, _ = sech_sampler.sech_noise_async(s0.size, h, rng).result()
     np.testing.assert_array_equal(sech_sample(s0, h, rng, noise=noise), plain)
     assert rng.random() == plain_rng.random()
     # Threads: the noise is the same whatever their number.
@@ -346,7 +346,7 @@ def test_noise_drawn_beforehand_gives_the_same_draws():
     future = sech_sampler.sech_noise_async(s0.size, h, rng)
     after = rng.random(1000)
     ref = np.random.default_rng(4)
-    np.testing.assert_array_equal(future.result(), sech_noise(s0.size, h, ref))
+    np.testing.assert_array_equal(future.result()[0], sech_noise(s0.size, h, ref))
     np.testing.assert_array_equal(after, ref.random(1000))
 
 
@@ -523,3 +523,137 @@ def test_numpy_passes_round_to_the_grid_like_rint():
     expected = np.rint(s * 2.0**24) / 2.0**24
     np.testing.assert_array_equal((s + shift) - shift, expected)
     assert not np.signbit((s + shift) - shift).any()
+
+
+# ---------------------------------------------------------------------------
+# The draws are those of the plain sequential sampler
+# ---------------------------------------------------------------------------
+
+
+def _noise_of_words(words, h):
+    # Written out here: bit 63 of each word is the sign, bits 0-62 give m and
+    # the noise is ±h ln tan(m π / 2**65) (contiguous arrays, as the sampler's).
+    words = np.asarray(words, dtype=np.uint64)
+    m = (words & np.uint64(2**63 - 1)).astype(np.float64)
+    with np.errstate(divide="ignore"):
+        mag = np.log(np.tan(m * (np.pi / 2.0**65)))
+    return np.where(words >> np.uint64(63) == 1, -mag, mag) * h
+
+
+def _sequential_sampler(s0, h, rng, grid=True, first_words=None):
+    """The sampler step by step, one round at a time: the first ``n`` words
+    give the first proposals; the rows outside [0, 1] are redrawn, in row
+    order, from the words that follow, for four rounds; the inverse cdf
+    (one ``random()`` per row) then draws the rest. Also the number of rows
+    of each round. ``first_words``: the words of the first proposals, if not
+    the first ``n`` of ``rng``."""
+    if first_words is None:
+        first_words = rng.bit_generator.random_raw(s0.size)
+    cc = np.clip(s0, 0.0, 1.0)
+    draws = cc + _noise_of_words(first_words, h)
+    todo = np.flatnonzero(~((draws >= 0.0) & (draws <= 1.0)))
+    sizes = []
+    for _ in range(4):
+        sizes.append(todo.size)
+        y = cc[todo] + _noise_of_words(rng.bit_generator.random_raw(todo.size), h)
+        ok = (y >= 0.0) & (y <= 1.0)
+        draws[todo[ok]] = y[ok]
+        todo = todo[~ok]
+    sizes.append(todo.size)
+    draws[todo] = sech_ppf(rng.random(size=todo.size), cc[todo], h)
+    if grid:
+        draws = np.rint(draws * 2.0**24) / 2.0**24
+    return draws, sizes
+
+
+def _adversarial_centres(n):
+    rng = np.random.default_rng(8)
+    s0 = 1.0 / (1.0 + np.exp(-3.0 * rng.standard_normal(n)))  # a confident model
+    s0[rng.uniform(size=n) < 0.15] = 0.0
+    s0[rng.uniform(size=n) < 0.15] = 1.0
+    s0[rng.uniform(size=n) < 0.05] = 0.5  # ties
+    s0[:4000:2] = 2.0**-24  # ties next to an edge
+    s0[1:4000:2] = 0.0
+    return s0
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_draws_are_those_of_the_sequential_sampler(monkeypatch, compiled):
+    # Whether the first proposals and the reserve for the redraw are drawn
+    # in the background or not, with the compiled loops or numpy passes, in
+    # every output layout, and whether the reserve covers the redraw, ends
+    # in the middle of a round or exactly at its end: the draws are those of
+    # the plain sequential sampler, which also leaves the generator where
+    # the sampler does (a pending 32-bit half word included).
+    if compiled and not HAVE_NUMBA:
+        pytest.skip("needs numba")
+    if not compiled:
+        monkeypatch.setattr(sech_sampler, "_sech_loops", lambda n: None)
+    n, h = 2 * sech_sampler._SECH_BLOCK + 777, 2.0**-6
+    s0 = _adversarial_centres(n)
+    ref_rng = np.random.default_rng(21)
+    ref_rng.integers(0, 10, dtype=np.int32)
+    expected, sizes = _sequential_sampler(s0, h, ref_rng)
+    after = ref_rng.bit_generator.state
+    assert sizes[0] > n // 8 and sizes[-1] > 0  # the reserve and the cdf used
+    proposals = np.cumsum(sizes[:-1])
+    for reserve in (0, n // 8, proposals[0], proposals[1] + 5, 10 * n):
+        rng = np.random.default_rng(21)
+        rng.integers(0, 10, dtype=np.int32)
+        future = sech_sampler.sech_noise_async(
+            n, h, rng, with_complement=True, reserve=int(reserve)
+        )
+        buf, ahead = future.result()
+        assert (ahead is None) == (reserve == 0)
+        sech_sample(
+            s0, h, rng, out=buf[1], complement=buf[0], noise=buf[1], reserve=ahead
+        )
+        np.testing.assert_array_equal(buf[1], expected)
+        np.testing.assert_array_equal(buf[0], 1.0 - expected)
+        assert rng.bit_generator.state == after
+    # Without noise drawn beforehand, unrounded, centres replaced in place.
+    rng = np.random.default_rng(21)
+    rng.integers(0, 10, dtype=np.int32)
+    work = s0.copy()
+    sech_sample(work, h, rng, out=work)
+    np.testing.assert_array_equal(work, expected)
+    assert rng.bit_generator.state == after
+    ref_rng = np.random.default_rng(3)
+    raw_expected, _ = _sequential_sampler(s0, h, ref_rng, grid=False)
+    rng = np.random.default_rng(3)
+    noise, ahead = sech_sampler.sech_noise_async(n, h, rng, reserve=n // 8).result()
+    raw = sech_sample(s0, h, rng, noise=noise, reserve=ahead, grid=False)
+    np.testing.assert_array_equal(raw, raw_expected)
+    assert rng.bit_generator.state == ref_rng.bit_generator.state
+    # A generator read between the noise and the redraw: the reserve no
+    # longer starts where it stands and is left unused.
+    ref_rng = np.random.default_rng(21)
+    words = ref_rng.bit_generator.random_raw(n)
+    ref_rng.random(3)
+    expected, _ = _sequential_sampler(s0, h, ref_rng, first_words=words)
+    rng = np.random.default_rng(21)
+    noise, ahead = sech_sampler.sech_noise_async(n, h, rng, reserve=n // 8).result()
+    rng.random(3)
+    np.testing.assert_array_equal(
+        sech_sample(s0, h, rng, noise=noise, reserve=ahead), expected
+    )
+    assert rng.bit_generator.state == ref_rng.bit_generator.state
+
+
+def test_philox_reads_its_stream_in_order(monkeypatch):
+    # Philox's advance(k) skips k blocks of four words: its noise is read in
+    # order, with one thread or several.
+    n = 5 * sech_sampler._SECH_BLOCK
+    runs = []
+    for n_threads in (1, 3):
+        monkeypatch.setattr(sech_sampler, "_sech_threads", lambda k=n_threads: k)
+        gen = np.random.Generator(np.random.Philox(4))
+        noise, _ = sech_sampler.sech_noise_async(n, 2.0**-6, gen).result()
+        runs.append((noise, gen.bit_generator.random_raw(2)))
+    ref = np.random.Philox(4)
+    np.testing.assert_array_equal(
+        runs[0][0], _noise_of_words(ref.random_raw(n), 2.0**-6)
+    )
+    np.testing.assert_array_equal(runs[0][1], ref.random_raw(2))
+    np.testing.assert_array_equal(runs[1][0], runs[0][0])
+    np.testing.assert_array_equal(runs[1][1], runs[0][1])

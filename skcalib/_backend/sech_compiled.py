@@ -67,9 +67,51 @@ def _finish(noise, centre, out, complement, saved, bad, grid, other, low, high):
     return n_bad, n_off
 
 
+def _accept(cc, noise, pending, values, grid):
+    # One round of the redraw of rejected rows (``_accept_passes``): the
+    # proposal ``cc[i] + noise[i]`` of row ``pending[i]``, rounded as in
+    # ``_finish``, is written to ``values`` (a rejected one is overwritten
+    # later); a row whose proposal is outside [0, 1] (or NaN) moves to the
+    # front of ``pending`` and ``cc``, in order. Returns the number of rows
+    # still rejected. Without branches: acceptance is hard to predict.
+    k = 0
+    for i in range(cc.shape[0]):
+        c = cc[i]
+        s = c + noise[i]
+        outside = not ((s >= 0.0) & (s <= 1.0))
+        if grid:
+            s = np.rint(s * GRID_SCALE) * GRID_STEP
+        row = pending[i]
+        values[row] = s
+        pending[k] = row
+        cc[k] = c
+        k += outside
+    return k
+
+
+def _rejected(bad, centre, first, rows, centres):
+    # The rows flagged in ``bad`` (offset by ``first``) and their centres, in
+    # order (``np.flatnonzero`` and a gather, in one pass).
+    k = 0
+    for i in range(bad.shape[0]):
+        if bad[i]:
+            rows[k] = first + i
+            centres[k] = centre[i]
+            k += 1
+
+
+def _scatter(rows, values, out, complement):
+    # ``out[rows] = values`` and ``complement[rows] = 1 - values`` in one pass.
+    for i in range(rows.shape[0]):
+        out[rows[i]] = values[i]
+        if complement is not None:
+            complement[rows[i]] = 1.0 - values[i]
+
+
 @functools.cache
 def compiled_loops():
-    """``(angles, sign_and_scale, finish, pcg64_angles)`` compiled with numba.
+    """``(angles, sign_and_scale, finish, pcg64_angles, accept, scatter,
+    rejected)`` compiled with numba.
 
     None without numba. ``pcg64_angles`` draws numpy's PCG64 stream and the
     angles in one pass (see :mod:`skcalib._backend.pcg64_compiled`).
@@ -83,5 +125,6 @@ def compiled_loops():
     def jit(func):
         return numba.njit(cache=True, nogil=True, boundscheck=False)(func)
 
-    loops = tuple(jit(f) for f in (_angles, _sign_and_scale, _finish))
-    return (*loops, pcg64_angles)
+    funcs = (_angles, _sign_and_scale, _finish, _accept, _scatter, _rejected)
+    angles, sign_and_scale, finish, accept, scatter, rejected = map(jit, funcs)
+    return angles, sign_and_scale, finish, pcg64_angles, accept, scatter, rejected

@@ -25,7 +25,13 @@ from .kernels import sech_ppf
 from .score_grid import GRID_BITS, round_to_grid
 from .sech_compiled import compiled_loops
 
-__all__ = ["RowSumError", "sech_noise", "sech_noise_async", "sech_sample"]
+__all__ = [
+    "ProposalReserve",
+    "RowSumError",
+    "sech_noise",
+    "sech_noise_async",
+    "sech_sample",
+]
 
 
 class RowSumError(ValueError):
@@ -57,7 +63,16 @@ _PROPOSAL_MAX_SCALE = 0.25
 
 
 def sech_sample(
-    s0, h, rng, *, out=None, complement=None, noise=None, grid=True, check_sum=None
+    s0,
+    h,
+    rng,
+    *,
+    out=None,
+    complement=None,
+    noise=None,
+    reserve=None,
+    grid=True,
+    check_sum=None,
 ):
     """Draw one value from the truncated sech kernel centred at each ``s0``.
 
@@ -91,7 +106,9 @@ def sech_sample(
       the calibration function there) by a relative ``2e-8`` or less.
 
     The first proposals are drawn by :func:`sech_noise` (see there for blocks
-    and threads); rejected rows are redrawn afterwards from ``rng``. With numba
+    and threads); rejected rows are redrawn afterwards, in order, from the
+    words of ``rng`` that follow (those of a ``reserve`` drawn beforehand by
+    :func:`sech_noise_async`, as far as it goes). With numba
     installed (the ``fast`` extra), large inputs go through compiled loops that
     do the same floating-point operations as the numpy passes, so the draws do
     not depend on whether numba is present.
@@ -116,6 +133,13 @@ def sech_sample(
         ``rng``; the draws are then exactly those without it. It may be
         ``out`` itself (the noise is then replaced by the draws), or must not
         overlap ``out`` or ``complement``.
+    reserve : ProposalReserve, default=None
+        The proposals of the words that follow the noise in ``rng``'s stream,
+        from ``sech_noise_async(..., reserve=k)`` together with ``noise``:
+        the redraw of rejected rows takes them instead of reading ``rng``
+        (which is then advanced past the words used), so the draws are again
+        exactly those without it. Ignored unless ``rng`` still stands where
+        the reserve starts.
     grid : bool, default=True
         Round the draws to the grid. ``False`` keeps the unrounded draws, for
         a caller that maps them affinely before rounding (the top-label
@@ -150,6 +174,8 @@ def sech_sample(
             raise ValueError("check_sum: other must have the shape of s0.")
         check_sum = (other.reshape(-1), float(low), float(high))
     if not _uses_proposals(s0.size, h):
+        if reserve is not None:
+            reserve.cancel()
         if check_sum is not None:
             _check_sums(s0.reshape(-1), *check_sum)
         draws = np.asarray(
@@ -177,9 +203,10 @@ def sech_sample(
     if n_off:
         raise RowSumError(_ROW_SUM_MESSAGE)
     if rows.size:
-        _sech_redraw(centres, h, rng, dst, rows, grid)
-        if complement is not None:
-            complement[rows] = 1.0 - dst[rows]
+        proposals = _Proposals(h, rng.bit_generator, reserve)
+        _sech_redraw(centres, h, rng, proposals, dst, complement, rows, grid)
+    elif reserve is not None:
+        reserve.cancel()
     return out
 
 
@@ -191,8 +218,8 @@ def sech_noise(n, h, rng, *, out=None):
     or ``out`` untouched, is returned). Large inputs are cut into fixed blocks
     of ``2**17`` draws, processed by up to ``min(4, number of usable CPUs)``
     threads. Block ``i`` reads its bits at its own fixed position of the
-    generator's stream (bit generators with ``advance``, such as numpy's
-    default PCG64), so the noise is exactly that of a sequential pass,
+    generator's stream (PCG64, numpy's default, and PCG64DXSM, whose
+    ``advance`` skips words), so the noise is exactly that of a sequential pass,
     whatever the number of threads; other bit generators are read
     sequentially by one thread.
 
@@ -213,45 +240,102 @@ def sech_noise(n, h, rng, *, out=None):
     return _sech_noise(n, h, rng.bit_generator, _sech_threads(), out)
 
 
-def sech_noise_async(n, h, rng, *, with_complement=False):
+def sech_noise_async(n, h, rng, *, with_complement=False, reserve=0):
     """Start :func:`sech_noise` in a background thread; returns a future.
 
     The noise does not depend on the centres, so it can be drawn while they
     are computed (by a model's ``predict_proba``, say). ``rng`` is advanced
     at once, past the bits the noise reads, and is not used by the background
     thread: it is free for other draws, which come after the noise in its
-    stream. Small inputs, and bit generators without ``advance``, are drawn at
-    once.
+    stream. Small inputs, and bit generators other than PCG64 and PCG64DXSM
+    (whose ``advance`` skips a number of 64-bit words), are drawn at once.
 
-    With ``with_complement`` the result is a new C-ordered array of shape
+    The future's result is a pair ``(noise, reserve)``. With
+    ``with_complement`` the noise is a new C-ordered array of shape
     ``(2, n)`` whose row 1 holds the noise (when :func:`sech_sample` uses
     proposals) and row 0 is free: the caller can draw in place with
     ``out=buf[1], complement=buf[0], noise=buf[1]``, and the array is
-    allocated (and its pages touched) in the background too.
+    allocated (and its pages touched) in the background too. With
+    ``reserve=k`` (and a background draw), ``reserve`` is a
+    :class:`ProposalReserve` of the proposals of the ``k`` words that follow
+    the noise, computed in the background after it; ``rng`` is not advanced
+    past them (only the redraw of rejected rows takes them, see
+    :func:`sech_sample`). Otherwise it is None.
     """
     bitgen = rng.bit_generator
-    if (
-        n < _COMPILED_MIN_SIZE
-        or not _uses_proposals(n, h)
-        or not hasattr(bitgen, "advance")
-    ):
-        return _DoneFuture(
-            _noise_buffer(n, h, bitgen, _sech_threads(), with_complement)
-        )
-    if type(bitgen) in _STATE_COPIED:
-        # Only the state is read here, and set on the background thread's
-        # own generator there: a copy of the generator costs more.
-        stream = (type(bitgen), bitgen.state)
-    else:
-        stream = copy.copy(bitgen)
-    bitgen.advance(n)
+    if n < _COMPILED_MIN_SIZE or not _uses_proposals(n, h) or not _skips(bitgen):
+        noise = _noise_buffer(n, h, bitgen, _sech_threads(), with_complement)
+        return _DoneFuture((noise, None))
+    # Only the state is read here, and set on the background thread's own
+    # generator there: a copy of the generator costs more.
+    start = bitgen.state
+    _skip(bitgen, n)
     # One thread: the other cores are busy computing the centres.
-    return _noise_pool().submit(_noise_buffer, n, h, stream, 1, with_complement)
+    pool = _noise_pool()
+    noise = pool.submit(_noise_buffer, n, h, (type(bitgen), start), 1, with_complement)
+    ahead = None
+    if reserve >= _PROPOSAL_MIN_SIZE:
+        state = bitgen.state
+        # Queued after the noise on the same thread: never in its way.
+        words = pool.submit(_noise_buffer, reserve, h, (type(bitgen), state), 1, False)
+        ahead = ProposalReserve(bitgen, state, words)
+    return _PairFuture(noise, ahead)
 
 
-# numpy's bit generators with ``advance``.
-_STATE_COPIED = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox)
+class ProposalReserve:
+    """Proposals of the words that follow the noise in a generator's stream.
+
+    Made by :func:`sech_noise_async`; taken (once) by the redraw of
+    :func:`sech_sample`, provided the generator still stands where they
+    start.
+    """
+
+    def __init__(self, bitgen, state, words):
+        self._bitgen, self._state, self._words = bitgen, state, words
+
+    def take(self, bitgen):
+        """The proposals (None if ``bitgen`` has moved or they were taken)."""
+        words, self._words = self._words, None
+        if words is None or bitgen is not self._bitgen or bitgen.state != self._state:
+            if words is not None:
+                words.cancel()
+            return None
+        return words.result()
+
+    def cancel(self):
+        """Give the proposals up (their background draw, if not begun)."""
+        if self._words is not None:
+            self._words.cancel()
+            self._words = None
+
+
+class _PairFuture:
+    def __init__(self, noise, reserve):
+        self._noise, self._reserve = noise, reserve
+
+    def result(self):
+        return self._noise.result(), self._reserve
+
+
+# numpy's bit generators whose ``advance(k)`` skips ``k`` 64-bit words
+# (Philox's skips ``k`` blocks of four: it is read sequentially).
+_SKIPPING = (np.random.PCG64, np.random.PCG64DXSM)
 _STREAMS = threading.local()
+
+
+def _skips(bitgen):
+    return type(bitgen) in _SKIPPING
+
+
+def _skip(bitgen, k):
+    """Advance ``bitgen`` by ``k`` words, as ``random_raw(k)`` would: a pending
+    32-bit half word (which ``advance`` drops) is kept."""
+    pending = bitgen.state
+    bitgen.advance(k)
+    if pending["has_uint32"]:
+        state = bitgen.state
+        state["has_uint32"], state["uinteger"] = 1, pending["uinteger"]
+        bitgen.state = state
 
 
 def _stream(kind, state):
@@ -298,7 +382,7 @@ def _sech_noise(n, h, bitgen, n_threads, out):
     if noise.shape != (n,) or noise.dtype != np.float64 or not noise.flags.c_contiguous:
         raise ValueError("out must be a contiguous float64 array of shape (n,).")
     loops = _sech_loops(n)
-    groups = _block_groups(n, n_threads if hasattr(bitgen, "advance") else 1)
+    groups = _block_groups(n, n_threads if _skips(bitgen) else 1)
     if len(groups) == 1:
         _noise_blocks(noise, h, bitgen, 0, n, loops)
         return noise
@@ -309,7 +393,7 @@ def _sech_noise(n, h, bitgen, n_threads, out):
         stream = copy.copy(bitgen)
         stream.advance(start)
         tasks.append((noise, h, stream, start, stop, loops))
-    bitgen.advance(n)
+    _skip(bitgen, n)
     _run_groups(_noise_blocks, tasks)
     return noise
 
@@ -513,9 +597,10 @@ def _add_noise_blocks(
         n_bad, block_off = loops[2](x, c, d, e, saved, flags, grid, o, low, high)
         n_off += block_off > 0
         if n_bad:
-            bad = np.flatnonzero(flags)
-            rows.append(first + bad)
-            centres.append((c if saved is None else saved)[bad])
+            rows.append(np.empty(n_bad, dtype=np.intp))
+            centres.append(np.empty(n_bad))
+            source = c if saved is None else saved
+            loops[6](flags, source, first, rows[-1], centres[-1])
     return rows, centres, n_off
 
 
@@ -529,25 +614,93 @@ def _check_sums(centre, other, low, high, work=None, *, fail=True):
     return off
 
 
-def _sech_redraw(centres, h, rng, out, todo, grid):
-    """Redraw ``out[todo]`` around ``centres`` until inside [0, 1].
+def _sech_redraw(centres, h, rng, proposals, out, complement, rows, grid):
+    """Redraw ``out[rows]`` (and ``complement[rows]``) around ``centres``
+    until inside [0, 1].
 
-    The inverse cdf takes over after a few rounds.
+    Round after round, the rows still rejected take the next proposals of
+    the stream in row order; the inverse cdf takes over after a few rounds.
+    The values are kept in a contiguous array, the rejected rows compacted
+    in place, and written once at the end.
     """
+    loops = _sech_loops(out.shape[0])
+    accept = _accept_passes if loops is None else loops[4]
+    cc = np.clip(centres, 0.0, 1.0, out=centres)
+    pending = np.arange(rows.shape[0])
+    values = np.empty(rows.shape[0])
+    k = rows.shape[0]
     for _ in range(_SECH_REJECTION_ROUNDS):
-        if todo.size == 0:
-            return
-        bits = rng.bit_generator.random_raw(todo.size).view(np.int64)
-        noise = _noise_passes(bits, h, np.empty(todo.size), np.empty_like(bits))
-        x = np.clip(centres, 0.0, 1.0) + noise
-        ok = (x >= 0.0) & (x <= 1.0)
-        if grid:
-            round_to_grid(x, out=x)
-        out[todo[ok]] = x[ok]
-        todo, centres = todo[~ok], centres[~ok]
-    if todo.size:
-        x = sech_ppf(rng.random(size=todo.size), np.clip(centres, 0.0, 1.0), h)
-        out[todo] = round_to_grid(x, out=x) if grid else x
+        if k == 0:
+            break
+        k = accept(cc[:k], proposals.take(k), pending[:k], values, grid)
+    proposals.release()
+    if k:
+        x = sech_ppf(rng.random(size=k), cc[:k], h)
+        values[pending[:k]] = round_to_grid(x, out=x) if grid else x
+    if loops is None:
+        out[rows] = values
+        if complement is not None:
+            complement[rows] = 1.0 - values
+    else:
+        loops[5](rows, values, out, complement)
+
+
+def _accept_passes(cc, noise, pending, values, grid):
+    """One round of the redraw, by numpy passes (twin of the compiled loop).
+
+    Row ``pending[i]`` (clipped centre ``cc[i]``) proposes ``cc[i] +
+    noise[i]``, written to ``values[pending[i]]`` (a rejected proposal is
+    overwritten later: cheaper than selecting the accepted ones); the
+    rejected rows are moved, in order, to the front of ``pending`` and
+    ``cc``. Returns their number.
+    """
+    s = cc + noise
+    inside = (s >= 0.0) & (s <= 1.0)
+    outside = np.logical_not(inside, out=inside)
+    if grid:
+        round_to_grid(s, out=s)
+    values[pending] = s
+    still = pending[outside]
+    k = still.shape[0]
+    pending[:k] = still
+    cc[:k] = cc[outside]
+    return k
+
+
+class _Proposals:
+    """Noise of the proposals that follow the first ones, in stream order:
+    those of a reserve computed beforehand (if it starts where ``bitgen``
+    stands), then fresh draws from ``bitgen``."""
+
+    def __init__(self, h, bitgen, reserve):
+        self._h, self._bitgen = h, bitgen
+        self._ahead = None if reserve is None else reserve.take(bitgen)
+        # Words of the reserve taken and not yet skipped in ``bitgen``.
+        self._used = 0
+
+    def take(self, k):
+        """The noise of the next ``k`` proposals."""
+        if self._ahead is None:
+            return self._fresh(k)
+        part = self._ahead[self._used : self._used + k]
+        self._used += part.shape[0]
+        if part.shape[0] == k:
+            return part
+        # The reserve is spent: read on from the generator, past it.
+        self.release()
+        self._ahead = None
+        return np.concatenate([part, self._fresh(k - part.shape[0])])
+
+    def release(self):
+        """Move ``bitgen`` past the reserve's words taken so far."""
+        if self._used:
+            _skip(self._bitgen, self._used)
+            self._ahead = self._ahead[self._used :]
+            self._used = 0
+
+    def _fresh(self, k):
+        bits = self._bitgen.random_raw(k).view(np.int64)
+        return _noise_passes(bits, self._h, np.empty(k), np.empty_like(bits))
 
 
 def _overlaps(a, b):
