@@ -45,7 +45,7 @@ __all__ = ["KernelRecalibrator"]
 
 _METHODS = ("auto", "logit", "grid", "classwise", "canonical")
 # Fitted attributes that only some methods set.
-_METHOD_ATTRIBUTES = ("base_", "maps_", "calibration_points_")
+_METHOD_ATTRIBUTES = ("base_", "score_floor_", "maps_", "calibration_points_")
 _BASES = ("auto", "temperature", "platt", "beta", "sigmoid")
 _GRID_BANDWIDTHS = ("auto", "smece")
 _DIRICHLET_BANDWIDTHS = ("auto", "mle", "risk")
@@ -173,6 +173,14 @@ default="auto"
         The method used.
     base_ : {"temperature", "platt", "beta", "sigmoid"}
         Parametric part of the logit map; logit method only.
+    score_floor_ : ndarray of shape (n_classes,)
+        Logit method only: per column, a fixed share (``ZERO_SCORE_FRACTION``
+        of ``skcalib._backend.logit_map``) of the smallest positive
+        calibration score, 0 for a column without one. Scores below it (the
+        exact 0s and 1s of k-nearest neighbours or random forests, at fit
+        and at transform time) are raised to it before the log-odds are
+        taken, so that they sit one step beyond the other scores instead of
+        at the log-odds ``log(1e-12)`` of the global floor.
     shrinkage_ : float
         Weight of the uniform distribution in the output.
     bandwidth_ : float or ndarray of shape (n_classes,)
@@ -397,6 +405,7 @@ default="auto"
             P, y_idx, w, prior=pseudo_count, eps=eps, bandwidth=bandwidth, base=base
         )
         self.base_ = fit.base
+        self.score_floor_ = fit.score_floor
         self.maps_ = [fit]
         self.bandwidth_ = fit.bandwidth
         self.bandwidth_scores_ = scores
