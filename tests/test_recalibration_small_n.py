@@ -174,14 +174,15 @@ def test_discrete_scores_with_exact_zeros_and_ones():
 
 
 def test_scores_below_the_smallest_calibration_score():
-    # Fitted on the atoms 0.2 .. 0.8 (no exact 0 or 1), the map meets 0 and
-    # 1 only at transform time: finite, monotone, and equal to the map of
-    # the floor (a share of the smallest positive score of each column).
+    # With exact 0s and 1s at fit, scores below a share of each column's
+    # smallest positive score count as that share, at transform time too.
     rng = np.random.default_rng(1)
-    j = rng.integers(1, 5, 120)
+    j = rng.choice(6, size=120, p=_ATOM_PROB)
     s = _ATOMS[j]
+    s_copy = s.copy()
     y = (rng.random(120) < _ATOM_ETA[j]).astype(int)
     rc = KernelRecalibrator().fit(s, y)
+    np.testing.assert_array_equal(s, s_copy)
     floor = lm.ZERO_SCORE_FRACTION * 0.2
     np.testing.assert_allclose(rc.score_floor_, [floor, floor])
     f = np.r_[0.0, 1e-300, floor / 2, floor, np.linspace(0.1, 0.9, 9), 1 - floor, 1.0]
@@ -189,14 +190,23 @@ def test_scores_below_the_smallest_calibration_score():
     q = rc.transform(f)[:, 0]
     np.testing.assert_array_equal(f, f_copy)
     assert np.all(np.isfinite(q)) and np.all(np.diff(q) >= 0)
-    assert q[0] == q[3] and q[-1] == q[-2]
-    # The same for every column of a multiclass matrix (rows renormalised).
-    P = rng.dirichlet([2.0, 2.0, 2.0], 90)
-    P = np.round(P * 10) / 10
+    assert q[0] == q[1] and q[0] < q[4] < q[-1]
+    # Fitted on 0.2 .. 0.8 only, the map meets 0 and 1 at transform time:
+    # finite, and constant beyond the extreme calibration scores.
+    inner = j[(j > 0) & (j < 5)]
+    yi = (rng.random(inner.shape[0]) < _ATOM_ETA[inner]).astype(int)
+    rc = KernelRecalibrator().fit(_ATOMS[inner], yi)
+    np.testing.assert_array_equal(rc.score_floor_, [0.0, 0.0])
+    q = rc.transform(np.r_[0.0, 1e-300, 0.2, 0.5, 0.8, 1.0])[:, 0]
+    assert np.all(np.isfinite(q)) and np.all(np.diff(q) >= 0)
+    assert q[0] == q[2] and q[-1] == q[-2]
+    # Per column of a multiclass matrix (rows renormalised).
+    P = np.round(rng.dirichlet([2.0, 2.0, 2.0], 90) * 10) / 10
     P /= P.sum(axis=1, keepdims=True)
     yk = rng.integers(0, 3, 90)
     mc = KernelRecalibrator().fit(P, yk)
     positive = np.where(P > 0, P, np.inf).min(axis=0)
+    assert np.all((P == 0).any(axis=0))
     np.testing.assert_allclose(mc.score_floor_, lm.ZERO_SCORE_FRACTION * positive)
     new = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])
     new_copy = new.copy()
@@ -204,6 +214,8 @@ def test_scores_below_the_smallest_calibration_score():
     np.testing.assert_array_equal(new, new_copy)
     assert np.all(np.isfinite(Q)) and np.allclose(Q.sum(axis=1), 1.0)
     assert Q[0, 0] > Q[1, 0] and Q[2, 2] > Q[1, 2]
+    tiny = np.array([[1.0 - 1e-9, 1e-9, 0.0]])
+    np.testing.assert_allclose(mc.transform(tiny), mc.transform(new[:1]), rtol=1e-6)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

@@ -174,12 +174,12 @@ default="auto"
     base_ : {"temperature", "platt", "beta", "sigmoid"}
         Parametric part of the logit map; logit method only.
     score_floor_ : ndarray of shape (n_classes,)
-        Logit method only: per column, a fixed share (``ZERO_SCORE_FRACTION``
-        of ``skcalib._backend.logit_map``) of the smallest positive
-        calibration score, 0 for a column without one. Scores below it (the
-        exact 0s and 1s of k-nearest neighbours or random forests, at fit
-        and at transform time) are raised to it before the log-odds are
-        taken, so that they sit one step beyond the other scores instead of
+        Logit method only: for each column with an exact 0 among the
+        calibration scores (the 0s of k-nearest neighbours or random
+        forests, or in the other column their 1s), a quarter of its smallest
+        positive score; 0 for the other columns. Scores below it are raised
+        to it before the log-odds are taken, at fit and at transform time
+        alike, so that a 0 sits one step beyond the other scores instead of
         at the log-odds ``log(1e-12)`` of the global floor.
     shrinkage_ : float
         Weight of the uniform distribution in the output.
@@ -237,6 +237,11 @@ default="auto"
     >>> P = np.column_stack([1 - p, p])               # or the full matrix
     >>> cal.fit(P, y).transform(P[:2]).sum(axis=1)
     array([1., 1.])
+    >>> knn = np.repeat([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], 20)  # shares of 5 neighbours
+    >>> y = rng.uniform(size=120) < (knn + 0.1) / 1.2
+    >>> cal = KernelRecalibrator().fit(knn, y)
+    >>> cal.score_floor_           # an exact 0, in either column, counts as 0.05
+    array([0.05, 0.05])
     """
 
     def __init__(
