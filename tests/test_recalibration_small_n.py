@@ -1,12 +1,13 @@
 """KernelRecalibrator on small calibration sets and on models without
 ``predict_proba``: output shrinkage, base selection on saturated scores, the
-step map's minimum size, decision-function models, declared parameter rules
-and progress messages."""
+step map's minimum size, discrete scores with exact 0s and 1s,
+decision-function models, declared parameter rules and progress messages."""
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, logit, softmax
+from scipy.stats import betabinom
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.datasets import make_classification
 from sklearn.frozen import FrozenEstimator
@@ -15,6 +16,7 @@ from sklearn.metrics import log_loss
 from sklearn.svm import SVC
 
 from skcalib import KernelRecalibrator, RecalibratedClassifier
+from skcalib._backend import logit_map as lm
 
 # An over-confident network: true log-odds t ~ N(0, 5), reported scores
 # expit(4 t), so that about 17 % of them lie within 1e-12 of 0 or 1.
@@ -134,6 +136,86 @@ def test_small_n_jump_no_worse_than_isotonic():
         ir = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(f, y)
         iso.append(excess(ir.predict(grid)))
     assert np.mean(ours) < np.mean(iso)
+
+
+# A k-nearest-neighbour-like model: each point has a true probability p ~
+# Beta(1/2, 1/2) and reports the share of k = 5 neighbours (of the same p)
+# that are positive, so that the scores are the atoms j / 5, exact 0 and 1
+# included, with P(y = 1 | j) = (j + 1/2) / 6 and P(j) beta-binomial.
+_ATOMS = np.arange(6) / 5.0
+_ATOM_PROB = betabinom.pmf(np.arange(6), 5, 0.5, 0.5)
+_ATOM_ETA = (np.arange(6) + 0.5) / 6.0
+
+
+def _atom_excess_log_loss(q):
+    """Exact excess log-loss ``E KL(eta || q)`` over the six atoms."""
+    q = np.clip(q, 1e-300, 1.0 - 1e-16)
+    eta = _ATOM_ETA
+    kl = eta * np.log(eta / q) + (1.0 - eta) * np.log((1.0 - eta) / (1.0 - q))
+    return float(_ATOM_PROB @ kl)
+
+
+def test_discrete_scores_with_exact_zeros_and_ones():
+    # A zero score at log-odds -27.6 (log of the 1e-12 floor) placed the
+    # atoms 0 and 1 far beyond the others, and the fitted map was worse than
+    # the per-atom frequencies (add-half smoothed) by 40-70 % at 100-200
+    # rows; with the zeros one step beyond the smallest positive score it is
+    # several times better than them.
+    ours, ref = [], []
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        j = rng.choice(6, size=150, p=_ATOM_PROB)
+        y = (rng.random(150) < _ATOM_ETA[j]).astype(int)
+        rc = KernelRecalibrator().fit(_ATOMS[j], y)
+        ours.append(_atom_excess_log_loss(rc.transform(_ATOMS)[:, 0]))
+        ones, size = np.bincount(j, y, 6), np.bincount(j, minlength=6)
+        ref.append(_atom_excess_log_loss((ones + 0.5) / (size + 1.0)))
+    assert np.mean(ours) <= 0.6 * np.mean(ref)
+
+
+def test_scores_below_the_smallest_calibration_score():
+    # With exact 0s and 1s at fit, scores below a share of each column's
+    # smallest positive score count as that share, at transform time too.
+    rng = np.random.default_rng(1)
+    j = rng.choice(6, size=120, p=_ATOM_PROB)
+    s = _ATOMS[j]
+    s_copy = s.copy()
+    y = (rng.random(120) < _ATOM_ETA[j]).astype(int)
+    rc = KernelRecalibrator().fit(s, y)
+    np.testing.assert_array_equal(s, s_copy)
+    floor = lm.ZERO_SCORE_FRACTION * 0.2
+    np.testing.assert_allclose(rc.score_floor_, [floor, floor])
+    f = np.r_[0.0, 1e-300, floor / 2, floor, np.linspace(0.1, 0.9, 9), 1 - floor, 1.0]
+    f_copy = f.copy()
+    q = rc.transform(f)[:, 0]
+    np.testing.assert_array_equal(f, f_copy)
+    assert np.all(np.isfinite(q)) and np.all(np.diff(q) >= 0)
+    assert q[0] == q[1] and q[0] < q[4] < q[-1]
+    # Fitted on 0.2 .. 0.8 only, the map meets 0 and 1 at transform time:
+    # finite, and constant beyond the extreme calibration scores.
+    inner = j[(j > 0) & (j < 5)]
+    yi = (rng.random(inner.shape[0]) < _ATOM_ETA[inner]).astype(int)
+    rc = KernelRecalibrator().fit(_ATOMS[inner], yi)
+    np.testing.assert_array_equal(rc.score_floor_, [0.0, 0.0])
+    q = rc.transform(np.r_[0.0, 1e-300, 0.2, 0.5, 0.8, 1.0])[:, 0]
+    assert np.all(np.isfinite(q)) and np.all(np.diff(q) >= 0)
+    assert q[0] == q[2] and q[-1] == q[-2]
+    # Per column of a multiclass matrix (rows renormalised).
+    P = np.round(rng.dirichlet([2.0, 2.0, 2.0], 90) * 10) / 10
+    P /= P.sum(axis=1, keepdims=True)
+    yk = rng.integers(0, 3, 90)
+    mc = KernelRecalibrator().fit(P, yk)
+    positive = np.where(P > 0, P, np.inf).min(axis=0)
+    assert np.all((P == 0).any(axis=0))
+    np.testing.assert_allclose(mc.score_floor_, lm.ZERO_SCORE_FRACTION * positive)
+    new = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])
+    new_copy = new.copy()
+    Q = mc.transform(new)
+    np.testing.assert_array_equal(new, new_copy)
+    assert np.all(np.isfinite(Q)) and np.allclose(Q.sum(axis=1), 1.0)
+    assert Q[0, 0] > Q[1, 0] and Q[2, 2] > Q[1, 2]
+    tiny = np.array([[1.0 - 1e-9, 1e-9, 0.0]])
+    np.testing.assert_allclose(mc.transform(tiny), mc.transform(new[:1]), rtol=1e-6)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

@@ -45,7 +45,7 @@ __all__ = ["KernelRecalibrator"]
 
 _METHODS = ("auto", "logit", "grid", "classwise", "canonical")
 # Fitted attributes that only some methods set.
-_METHOD_ATTRIBUTES = ("base_", "maps_", "calibration_points_")
+_METHOD_ATTRIBUTES = ("base_", "score_floor_", "maps_", "calibration_points_")
 _BASES = ("auto", "temperature", "platt", "beta", "sigmoid", "vector")
 _GRID_BANDWIDTHS = ("auto", "smece")
 _DIRICHLET_BANDWIDTHS = ("auto", "mle", "risk")
@@ -177,6 +177,14 @@ default="auto"
         The method used.
     base_ : {"temperature", "platt", "beta", "sigmoid", "vector"}
         Parametric part of the logit map; logit method only.
+    score_floor_ : ndarray of shape (n_classes,)
+        Logit method only: for each column with an exact 0 among the
+        calibration scores (the 0s of k-nearest neighbours or random
+        forests, or in the other column their 1s), a quarter of its smallest
+        positive score; 0 for the other columns. Scores below it are raised
+        to it before the log-odds are taken, at fit and at transform time
+        alike, so that a 0 sits one step beyond the other scores instead of
+        at the log-odds ``log(1e-12)`` of the global floor.
     shrinkage_ : float
         Weight of the uniform distribution in the output.
     bandwidth_ : float or ndarray of shape (n_classes,)
@@ -233,6 +241,11 @@ default="auto"
     >>> P = np.column_stack([1 - p, p])               # or the full matrix
     >>> cal.fit(P, y).transform(P[:2]).sum(axis=1)
     array([1., 1.])
+    >>> knn = np.repeat([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], 20)  # shares of 5 neighbours
+    >>> y = rng.uniform(size=120) < (knn + 0.1) / 1.2
+    >>> cal = KernelRecalibrator().fit(knn, y)
+    >>> cal.score_floor_           # an exact 0, in either column, counts as 0.05
+    array([0.05, 0.05])
     """
 
     def __init__(
@@ -406,6 +419,7 @@ default="auto"
             P, y_idx, w, prior=pseudo_count, eps=eps, bandwidth=bandwidth, base=base
         )
         self.base_ = fit.base
+        self.score_floor_ = fit.score_floor
         self.maps_ = [fit]
         self.bandwidth_ = fit.bandwidth
         self.bandwidth_scores_ = scores
