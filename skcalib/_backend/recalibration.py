@@ -257,15 +257,20 @@ def select_sigma_loo(
     fine_m = stats.shape[0] - 1
     coarse = {}  # the grid size depends on sigma only: coarsen once per size
 
-    def crit(log_sigma):
-        sigma = float(np.exp(log_sigma))
+    def crit_at(sigma):
         M = grid_size(sigma, fine_m)
         if M not in coarse:
             coarse[M] = coarsen(stats, M)
         return loo_log_loss(coarse[M], y, s, w, sigma, eps, rows, fallback, prior)
 
-    log_grid = np.log(np.asarray(grid, dtype=np.float64))
-    scores = np.array([crit(v) for v in log_grid])
+    def crit(log_sigma):
+        return crit_at(float(np.exp(log_sigma)))
+
+    grid = np.asarray(grid, dtype=np.float64)
+    log_grid = np.log(grid)
+    # At the grid values themselves: exp(log(sigma)) can be one unit in the
+    # last place off, enough to pick the next grid size at a size boundary.
+    scores = np.array([crit_at(float(g)) for g in grid])
     best = smoothest_best(scores, log_grid)
     lo = log_grid[max(best - 1, 0)]
     hi = log_grid[min(best + 1, len(log_grid) - 1)]
