@@ -90,10 +90,6 @@ MIN_WINDOW_ROWS = 8.0
 MIN_STEP_ROWS = 500
 # Rows from which the beta base is a candidate.
 MIN_BETA_ROWS = 500
-# Rows from which vector scaling (2 K - 1 coefficients) is a candidate: on
-# 50-200 rows of a 3-10 class problem it was selected by cross-validation
-# and then lost to the one-temperature bases on new data.
-MIN_VECTOR_ROWS = 500
 MAX_NODES = 129
 # Rows used to select the multiclass bandwidth and to fit the temperature
 # (one inverse temperature on 8192 rows has a relative standard error of
@@ -869,8 +865,7 @@ def _candidates(bandwidth, base, auto_bases, n_eff):
         candidate_bandwidths(n_eff) if bandwidth == "auto" else (float(bandwidth),)
     )
     if base == "auto":
-        least = {"beta": MIN_BETA_ROWS, "vector": MIN_VECTOR_ROWS}
-        bases = tuple(b for b in auto_bases if n_eff >= least.get(b, 0))
+        bases = tuple(b for b in auto_bases if b != "beta" or n_eff >= MIN_BETA_ROWS)
     else:
         bases = (base,)
     return hs, bases, [(bs, h) for h in hs for bs in bases]
@@ -966,7 +961,7 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
 # Multiclass
 # ---------------------------------------------------------------------------
 
-MULTICLASS_BASES = ("temperature", "vector", "sigmoid")
+MULTICLASS_BASES = ("temperature", "sigmoid")
 
 
 def one_vs_rest_log_probabilities(Z, coef, base):

@@ -132,11 +132,11 @@ default="auto"
         often better described in probability space); ``"vector"``
         (multiclass only) is vector scaling, ``softmax(a * log P + b)`` with
         one slope and one intercept per class fitted jointly (with two
-        classes it would be beta calibration). ``"auto"`` selects by
-        cross-validated log-loss: the first four for binary problems
-        (``"beta"`` from 500 rows), ``"temperature"``, ``"vector"`` (from 500
-        rows) and ``"sigmoid"`` for multiclass ones; among near ties the
-        simplest wins, in that order.
+        classes it would be beta calibration; ``"auto"`` does not consider
+        it). ``"auto"`` selects by cross-validated log-loss: the first four
+        for binary problems (``"beta"`` from 500 rows), ``"temperature"`` and
+        ``"sigmoid"`` for multiclass ones; among near ties the simplest wins,
+        in that order.
     pseudo_count : float, default=1.0
         Weight (in the units of ``sample_weight``, which count as frequencies)
         of a pseudo-observation with an even label
