@@ -153,6 +153,35 @@ def test_skce_quadratic_against_double_sum():
     assert res.statistic == pytest.approx(_skce_brute(y, p, w, 0.2), rel=1e-10)
 
 
+@pytest.mark.parametrize("chunk", [7, 30, 2048])
+def test_skce_kernel_kept_or_chunked_equals_the_double_sum(chunk):
+    # The kernel matrix is kept when it has at most ``chunk`` rows and rebuilt
+    # in row chunks otherwise; both equal the double sum for every column.
+    from skcalib._backend.calibration_tests import SKCEKernel
+
+    rng = np.random.default_rng(12)
+    y, p = _problem(30, 9, kind="ties", calibrated=False)
+    w = rng.integers(1, 4, y.size)
+    Y = np.column_stack([y, 1.0 - y, (rng.uniform(size=y.size) < p) * 1.0])
+    got = SKCEKernel(p, w * 1.0, 0.15, chunk=chunk).values(Y - p[:, None])
+    want = [_skce_brute(col, p, w, 0.15) for col in Y.T]
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 50, 2500])
+def test_median_bandwidth_is_the_median_pairwise_distance(n):
+    from skcalib._backend.calibration_tests import median_bandwidth
+
+    rng = np.random.default_rng(n)
+    s = np.round(rng.beta(0.5, 3.0, n), 2)  # ties and many zero distances
+    ss = np.sort(s)
+    if n > 2000:
+        ss = ss[np.linspace(0, n - 1, 2000).astype(int)]
+    i, j = np.triu_indices(ss.size, 1)
+    want = max(np.median(np.abs(ss[i] - ss[j])), 1e-3) if i.size else 1e-3
+    assert median_bandwidth(s) == want
+
+
 def test_skce_linear_against_pairs():
     y, p = _problem(101, 6, calibrated=False)
     res = calibration_test(y, p, method="skce-linear", bandwidth=0.3, random_state=0)

@@ -82,6 +82,43 @@ def test_smece_fixed_sigma_matches_brute_force(kind, sigma):
     assert abs(ours - ref) < 1e-4, (ours, ref)
 
 
+@pytest.mark.parametrize("M", [8, 100, 1024, 2**16])
+@pytest.mark.parametrize("steps", [1e-3, 0.3, 0.5, 1.0, 2.9, 3.1, 20.0, 1e4])
+def test_kernel_spectrum_is_the_transform_of_the_sampled_kernel(M, steps):
+    # The smoother multiplies by a closed-form spectrum; it must be the FFT
+    # of the kernel sampled on the grid (every image of the reflection), from
+    # kernels far narrower than a grid step to wider than the circle.
+    from skcalib._backend.kernels import (
+        periodized_gaussian,
+        periodized_gaussian_spectrum,
+    )
+
+    sigma = steps / M
+    want = np.fft.rfft(periodized_gaussian(M, sigma))
+    got = periodized_gaussian_spectrum(M, sigma)
+    np.testing.assert_allclose(got, want.real, rtol=0, atol=1e-13 * M)
+    np.testing.assert_allclose(want.imag, 0.0, atol=1e-12 * M)
+
+
+def test_column_quantiles_are_nanquantile_column_by_column():
+    from skcalib._backend.resampling import column_quantiles
+
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(101, 7))
+    values[:, 1] = np.nan  # no data at all
+    values[rng.uniform(size=101) < 0.3, 2] = np.nan  # no data in some resamples
+    values[:50, 3] = np.nan
+    values[:, 4] = 0.25  # a constant column
+    values[-1, 5] = np.nan
+    q = [0.025, 0.5, 0.975]
+    got = column_quantiles(values, q)
+    for j in range(values.shape[1]):
+        col = values[:, j]
+        col = col[~np.isnan(col)]
+        want = np.quantile(col, q) if col.size else np.full(3, np.nan)
+        np.testing.assert_array_equal(got[:, j], want)
+
+
 def test_boundary_mass_is_preserved():
     # All scores at exactly 0 and 1 with the opposite labels: the residual mass
     # is 1 in total, and a reflected kernel keeps all of it at any bandwidth.

@@ -18,6 +18,7 @@ __all__ = [
     "brownian_range_sf",
     "cumulative_differences",
     "hosmer_lemeshow",
+    "SKCEKernel",
     "skce_linear",
     "skce_quadratic",
     "skce_quadratic_many",
@@ -161,12 +162,15 @@ def _residual_matrix(y, P):
 
 def gaussian_kernel_rows(S, rows, bandwidth):
     """Gaussian kernel ``exp(-|s_i - s_j|^2 / (2 b^2))`` between ``rows`` and all."""
-    d = S[rows, None] - S[None, :]
-    return np.exp(-0.5 * (d / bandwidth) ** 2)
+    K = S[rows, None] - S[None, :]
+    K *= 1.0 / bandwidth
+    np.square(K, out=K)
+    K *= -0.5
+    return np.exp(K, out=K)
 
 
-def skce_quadratic_many(s, w, R, bandwidth, chunk=2048):
-    """Unbiased quadratic SKCE for several label vectors at once.
+class SKCEKernel:
+    """Unbiased quadratic SKCE of residual vectors on fixed scores.
 
     The binary matrix-valued kernel ``k(s, s') I_2`` gives
     ``h_ij = 2 k(s_i, s_j) (y_i - s_i)(y_j - s_j)`` (the two coordinates of
@@ -175,26 +179,51 @@ def skce_quadratic_many(s, w, R, bandwidth, chunk=2048):
     sum_i w_i (w_i - 1) h_ii`` over ``W^2 - W`` (``W = sum w``); unit weights
     give the estimator of Widmann, Lindsten & Zachariah (2019).
 
-    ``R`` holds residuals ``y - s`` in columns (one per label vector);
-    returns one value per column. Cost ``O(n^2)`` per column, in row chunks.
+    Only the labels change between the observed statistic and its resamples,
+    so the kernel matrix is computed once and kept when it has at most
+    ``chunk`` rows; larger ones are rebuilt in row chunks per call (memory
+    ``O(chunk n)``).
     """
-    n = s.shape[0]
-    R = R.reshape(n, -1)
-    WR = w[:, None] * R
-    total = np.zeros(R.shape[1])
-    for start in range(0, n, chunk):
-        rows = np.arange(start, min(start + chunk, n))
-        K = gaussian_kernel_rows(s, rows, bandwidth)
-        total += np.einsum("ij,ij->j", WR[rows], K @ WR)
-    # The diagonal (k(s, s) = 1): remove w_i^2 r_i^2, put back w_i (w_i - 1) r_i^2.
-    total -= np.sum(w[:, None] * R * R, axis=0)
-    W = float(np.sum(w))
-    return 2.0 * total / (W * W - W)
+
+    def __init__(self, s, w, bandwidth, chunk=2048):
+        self.s, self.w, self.bandwidth, self.chunk = s, w, bandwidth, chunk
+        n = s.shape[0]
+        self._K = (
+            gaussian_kernel_rows(s, slice(None), bandwidth) if n <= chunk else None
+        )
+
+    def values(self, R):
+        """One SKCE per column of residuals ``R = y - s`` (``O(n^2)`` each)."""
+        s, w = self.s, self.w
+        n = s.shape[0]
+        R = R.reshape(n, -1)
+        WR = w[:, None] * R
+        if self._K is not None:
+            total = np.einsum("ij,ij->j", WR, self._K @ WR)
+        else:
+            total = np.zeros(R.shape[1])
+            for start in range(0, n, self.chunk):
+                rows = slice(start, min(start + self.chunk, n))
+                K = gaussian_kernel_rows(s, rows, self.bandwidth)
+                total += np.einsum("ij,ij->j", WR[rows], K @ WR)
+        # The diagonal (k(s, s) = 1): remove w_i^2 r_i^2, put back w_i (w_i - 1) r_i^2.
+        total -= np.sum(w[:, None] * R * R, axis=0)
+        W = float(np.sum(w))
+        return 2.0 * total / (W * W - W)
+
+    def __call__(self, y):
+        """The SKCE of one label vector."""
+        return float(self.values((y - self.s)[:, None])[0])
+
+
+def skce_quadratic_many(s, w, R, bandwidth, chunk=2048):
+    """:meth:`SKCEKernel.values`: one SKCE per column of residuals ``R``."""
+    return SKCEKernel(s, w, bandwidth, chunk).values(R)
 
 
 def skce_quadratic(y, s, w, bandwidth):
     """:func:`skce_quadratic_many` of one label vector."""
-    return float(skce_quadratic_many(s, w, (y - s)[:, None], bandwidth)[0])
+    return SKCEKernel(s, w, bandwidth)(y)
 
 
 def skce_linear(y, s, bandwidth):
@@ -227,8 +256,15 @@ def median_bandwidth(s, max_points=2000):
     so the test stays valid): the median of ``|s_i - s_j|`` over pairs of an
     evenly spaced subsample of the sorted scores, floored at 1e-3."""
     ss = np.sort(s)
-    if ss.shape[0] > max_points:
-        ss = ss[np.linspace(0, ss.shape[0] - 1, max_points).astype(np.intp)]
-    d = np.abs(ss[:, None] - ss[None, :])[np.triu_indices(ss.shape[0], 1)]
+    n = ss.shape[0]
+    if n > max_points:
+        ss = ss[np.linspace(0, n - 1, max_points).astype(np.intp)]
+        n = max_points
+    # every pair once, by lag: no n-by-n matrix and no index arrays
+    d = np.empty(n * (n - 1) // 2)
+    at = 0
+    for lag in range(1, n):
+        np.subtract(ss[lag:], ss[: n - lag], out=d[at : at + n - lag])
+        at += n - lag
     med = float(np.median(d)) if d.size else 0.0
     return max(med, 1e-3)

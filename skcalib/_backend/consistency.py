@@ -23,8 +23,8 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from . import smece as _sm
 from .binning import assign_bins, binned_error, table_from_sums
-from .calibration_tests import skce_quadratic_many
 from .grid import FINE_M, GridPyramid, bin_positions, coarsen
+from .resampling import column_quantiles
 
 __all__ = [
     "BinaryDraw",
@@ -362,14 +362,15 @@ def consistency_pvalue(observed, replicates):
 
 class SKCEBatch:
     """Resampled quadratic SKCE values, all label vectors of a batch in one
-    pass over the kernel matrix (:func:`calibration_tests.skce_quadratic_many`)."""
+    product with the kernel matrix (:class:`calibration_tests.SKCEKernel`)."""
 
-    def __init__(self, s, w, bandwidth):
-        self.s, self.w, self.bandwidth = s, w, bandwidth
+    def __init__(self, kernel):
+        self.kernel = kernel
 
     def __call__(self, rngs):
-        R = np.column_stack([draw_binary_labels(r, self.s) - self.s for r in rngs])
-        return skce_quadratic_many(self.s, self.w, R, self.bandwidth)
+        s = self.kernel.s
+        R = np.column_stack([draw_binary_labels(r, s) - s for r in rngs])
+        return self.kernel.values(R)
 
 
 class SmoothCurveBatch:
@@ -421,10 +422,5 @@ def pointwise_band(curves, confidence_level):
     """Pointwise ``(1 -/+ confidence_level) / 2`` quantiles of resampled
     curves (rows); NaN where the curves are (no data nearby)."""
     q = [(1.0 - confidence_level) / 2.0, (1.0 + confidence_level) / 2.0]
-    curves = np.asarray(curves, dtype=np.float64)
-    lo = np.full(curves.shape[1], np.nan)
-    hi = np.full(curves.shape[1], np.nan)
-    ok = ~np.all(np.isnan(curves), axis=0)
-    if np.any(ok):
-        lo[ok], hi[ok] = np.nanquantile(curves[:, ok], q, axis=0)
+    lo, hi = column_quantiles(curves, q)
     return lo, hi

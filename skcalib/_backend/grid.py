@@ -13,7 +13,7 @@ import functools
 import numpy as np
 from scipy import fft as _fft
 
-from .kernels import periodized_gaussian
+from .kernels import periodized_gaussian_spectrum
 
 # Finest grid used anywhere: 2**16 cells keeps the sufficient statistics at
 # ~1.5 MB (cache resident while binning) and resolves sigma down to ~6e-4 with
@@ -216,7 +216,7 @@ def reflected_smooth(hist, sigma):
 def _kernel_spectrum(M, sigma):
     """Spectrum of :func:`periodized_gaussian`, cached: a resampling loop
     smooths thousands of histograms at the same few ``(M, sigma)``."""
-    spec = _fft.rfft(periodized_gaussian(M, sigma))
+    spec = periodized_gaussian_spectrum(M, sigma)
     spec.flags.writeable = False
     return spec
 

@@ -45,6 +45,44 @@ def periodized_gaussian(M, sigma):
     return g
 
 
+# Spectral form of the sampled kernel when the Gaussian spans at least this
+# many grid steps: the aliased series below then needs at most ~6 terms.
+_SPECTRAL_MIN_STEPS = 0.5
+
+
+def periodized_gaussian_spectrum(M, sigma):
+    """``numpy.fft.rfft(periodized_gaussian(M, sigma))`` without sampling it.
+
+    The circle has length 2, so the Fourier coefficients of the wrapped
+    Gaussian are ``c_j = exp(-(pi j sigma)^2 / 2)``; sampling at ``k / M``
+    aliases them: ``G_l = M * sum_m c_(l + 2 M m)`` (Poisson summation). Terms
+    with ``pi |j| sigma > 9`` are below 1e-17 and left out. When the kernel is
+    narrower than half a grid step the series would need many aliases, and the
+    sampled kernel is transformed instead.
+
+    Returns
+    -------
+    spec : ndarray of shape (M + 1,)
+        Real: the kernel is even, so its transform has no imaginary part
+        (``rfft`` leaves round-off there).
+    """
+    if M * sigma < _SPECTRAL_MIN_STEPS:
+        return np.fft.rfft(periodized_gaussian(M, sigma)).real
+    a = 0.5 * (np.pi * sigma) ** 2
+    cut = 9.0 / (np.pi * sigma)  # c_j < 1e-17 beyond
+    spec = np.zeros(M + 1)
+    l = np.arange(min(M, int(cut)) + 1, dtype=np.float64)
+    spec[: l.shape[0]] = np.exp(-a * l * l)
+    if cut > M:
+        # aliases reach back into [0, M]: add every term within the cut
+        l = np.arange(M + 1, dtype=np.float64)
+        for m in range(1, int(np.ceil(cut / (2 * M))) + 1):
+            for j in (l + 2 * M * m, l - 2 * M * m):
+                spec += np.exp(-a * j * j)
+    spec *= M
+    return spec
+
+
 # ---------------------------------------------------------------------------
 # Truncated hyperbolic secant on [0, 1]
 # ---------------------------------------------------------------------------

@@ -121,15 +121,9 @@ def bootstrap_interval(estimate, replicates, confidence_level, method, *, clip=(
 
     Both ends are then clipped to ``clip``.
     """
-    reps = np.asarray(replicates, dtype=np.float64)
     est = np.asarray(estimate, dtype=np.float64)
-    alpha = 100 * (1 - confidence_level) / 2
-    seen = ~np.all(np.isnan(reps), axis=0)
-    q = np.full((2,) + reps.shape[1:], np.nan)
-    if np.all(seen):
-        q[:] = np.nanpercentile(reps, [alpha, 100 - alpha], axis=0)
-    else:
-        q[:, seen] = np.nanpercentile(reps[:, seen], [alpha, 100 - alpha], axis=0)
+    alpha = (1 - confidence_level) / 2
+    q = column_quantiles(replicates, [alpha, 1 - alpha])
     if method == "percentile":
         lo, hi = q[0], q[1]
     elif method == "basic":
@@ -138,3 +132,23 @@ def bootstrap_interval(estimate, replicates, confidence_level, method, *, clip=(
         raise ValueError(f"unknown bootstrap interval {method!r}")
     lo, hi = np.clip(lo, *clip), np.clip(hi, *clip)
     return lo, hi
+
+
+def column_quantiles(values, q):
+    """``numpy.nanquantile(values, q, axis=0)`` (linear interpolation), NaN for
+    all-NaN columns and without a warning for them.
+
+    ``nanquantile`` sorts column by column in Python once any NaN is present;
+    the columns without NaN (nearly all of a bootstrapped curve's) go through
+    the vectorised ``numpy.quantile`` instead, which gives the same numbers.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    out = np.full((len(q),) + values.shape[1:], np.nan)
+    nan = np.isnan(values)
+    full = ~np.any(nan, axis=0)
+    if np.any(full):
+        out[:, full] = np.quantile(values[:, full], q, axis=0)
+    partial = ~full & ~np.all(nan, axis=0)
+    if np.any(partial):
+        out[:, partial] = np.nanquantile(values[:, partial], q, axis=0)
+    return out

@@ -120,16 +120,6 @@ def _kuiper(y, s, w):
     return _ct.cumulative_differences(y, s, w)[1]
 
 
-class _SKCE:
-    """Quadratic SKCE of one binary problem at a fixed bandwidth."""
-
-    def __init__(self, bandwidth):
-        self.bandwidth = bandwidth
-
-    def __call__(self, y, s, w):
-        return _ct.skce_quadratic(y, s, w, self.bandwidth)
-
-
 def _bandwidth(bandwidth, s):
     return _ct.median_bandwidth(s) if bandwidth is None else float(bandwidth)
 
@@ -150,7 +140,9 @@ def _task_statistic(statistic, s, w, n_bins, bandwidth):
         "kuiper": _kuiper,
     }
     if statistic == "skce":
-        return _cs.FunctionStatistic(_SKCE(_bandwidth(bandwidth, s)), s, w)
+        # labels only: the kernel matrix is shared by the observed value and
+        # every resample
+        return _ct.SKCEKernel(s, w, _bandwidth(bandwidth, s))
     return _cs.FunctionStatistic(funcs[statistic], s, w)
 
 
@@ -193,7 +185,7 @@ def _consistency(
     if len(tasks) == 1:
         y, s, w = tasks[0]
         if statistic == "skce":
-            batch = _cs.SKCEBatch(s, w, _bandwidth(bandwidth, s))
+            batch = _cs.SKCEBatch(stats[0])
         else:
             batch = _cs.ValueBatch(stats, _cs.BinaryDraw(s))
     else:
