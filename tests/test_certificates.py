@@ -287,3 +287,28 @@ def test_streaming_nw_refuses_scores_off_the_grid():
     sb = StreamingCalibrationBound(perturbation_scale=2.0**-6)
     with pytest.raises(ValueError, match="y_proba.*not perturbed"):
         sb.partial_fit(np.arange(100) % 2, s)
+
+
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("with_positions", [False, True])
+def test_window_prefix_sums_are_sequential_sums(monkeypatch, full, with_positions):
+    # Prefix sums kept at every point (small samples) or carried on from every
+    # 16th (large ones) must both be the sequential sums of np.cumsum, bit for
+    # bit: the certificate reads differences of them deep inside long sums.
+    from skcalib._backend import window as wd
+
+    if not full:
+        monkeypatch.setattr(wd, "_FULL_PREFIX", 0)
+    rng = np.random.default_rng(8)
+    n = 1000
+    s = np.sort(np.round(rng.beta(0.3, 0.3, n), 3))  # ties, 0 and 1
+    y = (rng.uniform(size=n) < s) * 1.0
+    positions = np.flatnonzero(rng.uniform(size=n) < 0.4) if with_positions else None
+    sums = wd.WindowSums(s, y, positions)
+    assert sums.stride == (1 if full else 16)
+    idx = np.arange(n + 1) if positions is None else np.arange(positions.size + 1)
+    got = sums.at(idx)
+    pos = np.arange(n) if positions is None else positions
+    for key, v in wd._window_values(s[pos], y[pos]).items():
+        want = np.concatenate([[0.0], np.cumsum(v)])
+        np.testing.assert_array_equal(got[key], want, err_msg=key)

@@ -28,8 +28,11 @@ _SLICE = 1 << 18
 # Prefix sums are kept at every ``_STRIDE``-th point only (five float64 sums
 # of n + 1 values would cost 40 bytes per sample); a sum at any other point is
 # carried on from the checkpoint before it, with the very additions of the
-# running sum, so it is the same number.
+# running sum, so it is the same number. Samples of up to ``_FULL_PREFIX``
+# points keep every sum (40 MB at most): the window search reads them 80
+# times per fold, and carrying on is most of its cost there.
 _STRIDE = 16
+_FULL_PREFIX = 1 << 20
 
 
 def _window_values(s, y):
@@ -58,11 +61,12 @@ class WindowSums:
     def __init__(self, s_sorted, y_sorted, positions=None):
         self.s, self.y, self.positions = s_sorted, y_sorted, positions
         self.size = s_sorted.shape[0] if positions is None else positions.shape[0]
-        n_check = self.size // _STRIDE + 1
+        self.stride = 1 if self.size <= _FULL_PREFIX else _STRIDE
+        n_check = self.size // self.stride + 1
         self.checkpoints = {k: np.zeros(n_check) for k in _window_values(0.0, 0)}
         carry = dict.fromkeys(self.checkpoints, 0.0)
-        # Slices of whole strides: checkpoint q is the running sum at q * _STRIDE.
-        step = _SLICE - _SLICE % _STRIDE
+        # Slices of whole strides: checkpoint q is the running sum at q * stride.
+        step = _SLICE - _SLICE % self.stride
         for i in range(0, self.size, step):
             at = slice(i, min(self.size, i + step))
             pos = at if positions is None else positions[at]
@@ -73,9 +77,9 @@ class WindowSums:
                 np.cumsum(run, out=run)
                 carry[key] = run[-1]
                 # run[j] is the sum of the first i + j summands (i is a
-                # multiple of _STRIDE).
-                taken = run[::_STRIDE]
-                q0 = i // _STRIDE
+                # multiple of the stride).
+                taken = run[:: self.stride]
+                q0 = i // self.stride
                 self.checkpoints[key][q0 : q0 + taken.shape[0]] = taken
 
     def count_below(self, i):
@@ -90,6 +94,8 @@ class WindowSums:
         i = np.asarray(i, dtype=np.int64)
         if self.size == 0:
             return {k: np.zeros(i.shape[0]) for k in self.checkpoints}
+        if self.stride == 1:
+            return {k: v[i] for k, v in self.checkpoints.items()}
         q = i // _STRIDE
         r = i - q * _STRIDE
         rows = np.arange(i.shape[0])
