@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._backend.score_grid import off_grid
+from ._backend.top_label import top_label_task
 from ._params import MAX_BOOTSTRAP as _MAX_BOOTSTRAP
 from ._params import Boolean, StrOptions, check_param
 
@@ -699,8 +700,7 @@ def binary_tasks(data, multi_class):
         return [(data.y, data.proba, data.weight)]
     P = data.proba
     if multi_class == "top-label":
-        pred, conf = top_label(P)
-        correct = (pred == data.y).astype(np.float64)
+        correct, conf = top_label_task(P, data.y)
         return [(correct, conf, data.weight)]
     if multi_class == "classwise":
         return [
@@ -715,47 +715,6 @@ def binary_tasks(data, multi_class):
         f"multi_class={multi_class!r} does not reduce to binary problems; use "
         "'top-label' or 'classwise'."
     )
-
-
-# Rows of a probability matrix per block of :func:`top_label`, at most
-# ``_TOP_BLOCK`` probabilities (the block stays in the L2 cache); matrices of
-# more columns than ``_TOP_WIDE`` take numpy's argmax, row by row.
-_TOP_BLOCK = 1 << 15
-_TOP_WIDE = 32
-
-
-def top_label(P):
-    """``(np.argmax(P, axis=1), np.max(P, axis=1))`` of a finite matrix.
-
-    numpy's arg-reductions along rows of a few columns cost a call per row;
-    here a block of rows is reduced column by column instead: the running
-    maximum, then the predicted class as the number of leading columns below
-    it (the first maximal column, as ``np.argmax``).
-    """
-    n, k = P.shape
-    if k > _TOP_WIDE or k < 2:
-        pred = np.argmax(P, axis=1)
-        return pred, np.ascontiguousarray(P[np.arange(n), pred])
-    pred = np.zeros(n, dtype=np.intp)
-    conf = np.empty(n, dtype=np.float64)
-    step = max(1, _TOP_BLOCK // k)
-    below = np.empty(min(n, step), dtype=bool)
-    less = np.empty(min(n, step), dtype=bool)
-    for start in range(0, n, step):
-        block = P[start : start + step]
-        rows = block.shape[0]
-        top, arg = conf[start : start + rows], pred[start : start + rows]
-        lt, tmp = below[:rows], less[:rows]
-        np.maximum(block[:, 0], block[:, 1], out=top)
-        for j in range(2, k):
-            np.maximum(top, block[:, j], out=top)
-        np.less(block[:, 0], top, out=lt)
-        for j in range(1, k):
-            arg += lt
-            if j < k - 1:
-                np.less(block[:, j], top, out=tmp)
-                np.logical_and(lt, tmp, out=lt)
-    return pred, conf
 
 
 def check_int(value, name, *, min_val=None, max_val=None):

@@ -14,7 +14,8 @@ import pytest
 from skcalib._backend import smece as _sm
 from skcalib._backend.binning import SELECT_MIN, percentile_edges
 from skcalib._backend.grid import calibration_statistics
-from skcalib._validation import binary_tasks, check_calibration_inputs, top_label
+from skcalib._backend.top_label import top_label_task
+from skcalib._validation import binary_tasks, check_calibration_inputs
 from skcalib.metrics import binned_calibration_error
 
 N = SELECT_MIN + 12_345  # above the thresholds, several chunks
@@ -123,18 +124,64 @@ def test_float_labels_are_not_exposed_for_writing():
     np.testing.assert_array_equal(d2.y, y)
 
 
-@pytest.mark.parametrize("k", [3, 10, 31, 50])
-def test_top_label_is_argmax_and_max_with_ties(k):
-    rng = np.random.default_rng(k)
-    n = 40_000
+def _brute_top_label(P, y):
+    """Per-row reference: the first column holding the row's maximum."""
+    correct, conf = np.empty(P.shape[0]), np.empty(P.shape[0])
+    for i, row in enumerate(P.tolist()):
+        top = max(row)
+        conf[i] = top
+        correct[i] = float(row.index(top) == int(y[i]))
+    return correct, conf
+
+
+def _tied_rows(k, n, rng):
+    """Dirichlet rows (each summing to 1) with two-way, k-way and last-column
+    ties of the maximum, exact 0/1 rows (one-hot), and ties below the
+    maximum."""
     P = rng.dirichlet(np.ones(k), size=n)
     P[::7, :2] = P[::7, :2].sum(axis=1, keepdims=True) / 2  # two-way ties
     P[::11] = 1.0 / k  # all tied
-    P[::13, -1] = P[::13].max(axis=1)  # last column tied with the max
-    pred, conf = top_label(P)
-    ref_pred = np.array([int(np.flatnonzero(r == r.max())[0]) for r in P])
-    np.testing.assert_array_equal(pred, ref_pred)
-    np.testing.assert_array_equal(conf, P[np.arange(n), ref_pred])
+    last = P[::13]
+    last[:, -1] = last.max(axis=1)  # last column tied with the max
+    P[::13] = last / last.sum(axis=1, keepdims=True)
+    P[5::17] = np.eye(k)[rng.integers(0, k, size=P[5::17].shape[0])]  # 0 and 1
+    below = P[3::19]
+    below[:] = 0.4 / (k - 1)  # equal values below the maximum
+    below[np.arange(below.shape[0]), rng.integers(0, k, size=below.shape[0])] = 0.6
+    P[3::19] = below
+    return P
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 10, 31, 32, 33, 50])
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "float32"])
+def test_top_label_task_is_first_argmax_with_ties(k, layout):
+    rng = np.random.default_rng(k)
+    n = 40_000 if k <= 10 else 9_000
+    P = _tied_rows(k, n, rng)
+    # every class index, and labels on the tied columns
+    y = rng.integers(0, k, size=n)
+    y[::7] = rng.integers(0, 2, size=y[::7].shape[0])
+    correct_ref, conf_ref = _brute_top_label(P, y)
+    if layout == "F":
+        P = np.asfortranarray(P)
+    elif layout == "strided":
+        wide = np.zeros((n, 2 * k))
+        wide[:, ::2] = P
+        P = wide[:, ::2]
+    elif layout == "float32":
+        # rows that sum to 1 in float32 within the tolerance; the reference is
+        # that of the float64 values the float32 ones are
+        P = P.astype(np.float32)
+        correct_ref, conf_ref = _brute_top_label(P.astype(np.float64), y)
+    before = P.copy()
+    if k == 2:  # two columns are a binary problem: the reduction itself
+        correct, conf = top_label_task(P, y)
+    else:
+        data = check_calibration_inputs(y, P, labels=np.arange(k))
+        ((correct, conf, _),) = binary_tasks(data, "top-label")
+    np.testing.assert_array_equal(conf, conf_ref)
+    np.testing.assert_array_equal(correct, correct_ref)
+    np.testing.assert_array_equal(P, before)  # the input is not written
 
 
 def test_top_label_task_is_the_argmax_one():
