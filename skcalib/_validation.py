@@ -8,6 +8,7 @@ assume the invariants documented on :class:`CalibrationData`.
 
 from __future__ import annotations
 
+import functools
 import numbers
 import sys
 from dataclasses import dataclass
@@ -57,18 +58,34 @@ class CalibrationData:
         Binary: float64 array of shape (n_samples,), probability of the
         positive class. Multiclass: float64 array of shape
         (n_samples, n_classes) whose rows sum to one.
-    weight : ndarray of shape (n_samples,)
-        Non-negative float64 weights with positive sum (ones by default).
+    sample_weight : ndarray of shape (n_samples,) or None
+        The checked weights, or None when none were given.
     pos_label : object or None
         The positive label (binary only).
+    weight : ndarray of shape (n_samples,)
+        Non-negative float64 weights with positive sum: ``sample_weight``,
+        or ones (made on first use: an unweighted statistic that never reads
+        them does not pay for them).
+    unit_weight : bool
+        No weights were given (all weights are 1).
     """
 
     kind: str
     classes: np.ndarray
     y: np.ndarray
     proba: np.ndarray
-    weight: np.ndarray
+    sample_weight: np.ndarray | None
     pos_label: object = None
+
+    @functools.cached_property
+    def weight(self):
+        if self.sample_weight is None:
+            return np.ones(self.y.shape[0], dtype=np.float64)
+        return self.sample_weight
+
+    @property
+    def unit_weight(self):
+        return self.sample_weight is None
 
     @property
     def n_samples(self):
@@ -154,12 +171,15 @@ def check_target(y, n_samples, *, name="y"):
 def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
     """Validate probabilities: finite, in [0, 1] (tolerance then clip), rows sum to 1.
 
-    Returns a new float64 array (never a view on the user's data).
+    Returns float64 scores: a read-only view of the caller's 2-D array when it
+    needs no conversion, never a writable view of the caller's data.
     """
     if y_proba is None:
         raise ValueError(f"{name} must not be None.")
     try:
-        arr = _float_array(y_proba, name)
+        # NaN and infinity are found by the range check below, which reads
+        # every value anyway (both propagate into the extremes).
+        arr = _float_array(y_proba, name, finite=False)
     except ValueError as exc:
         msg = str(exc)
         if name not in msg:
@@ -181,14 +201,18 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
         raise ValueError(f"{name} must be 1-D or 2-D, got {arr.ndim} dimensions.")
     if arr.shape[0] == 0:
         raise ValueError(f"{name} is empty; at least one sample is required.")
-    lo, hi = arr.min(), arr.max()
-    if lo < -PROBA_TOL or hi > 1 + PROBA_TOL:
+    wide = arr.ndim == 2 and arr.shape[1] >= 2
+    lo, hi, sums = _scan_probabilities(arr, wide)
+    if not (lo >= -PROBA_TOL and hi <= 1 + PROBA_TOL):
+        _check_finite(arr, name)
         raise ValueError(
             f"{name} must contain probabilities in [0, 1]; found values in "
             f"[{lo:.6g}, {hi:.6g}]."
         )
     if lo < 0 or hi > 1:
         arr = np.clip(arr, 0.0, 1.0)  # a new array: the caller's is never written
+        if wide:
+            sums = _row_sums(arr)
     elif arr.ndim == 2 and np.may_share_memory(arr, y_proba):
         # 1-D scores are only ever read downstream and may stay a view (memory
         # at 1e8 rows); matrices become a read-only view, so that no later
@@ -201,17 +225,44 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
             raise ValueError(
                 f"{name} must have at least 2 columns, got {arr.shape[1]}."
             )
-        # a matrix-vector product: numpy's sum along rows of a few columns
-        # costs a call per row (the tolerance dwarfs the rounding either way)
-        dev = np.abs(arr @ np.ones(arr.shape[1]) - 1.0)
-        worst = int(np.argmax(dev))
-        if dev[worst] > ROW_SUM_TOL:
+        if not (sums.max() - 1.0 <= ROW_SUM_TOL and 1.0 - sums.min() <= ROW_SUM_TOL):
+            worst = int(np.argmax(np.abs(sums - 1.0)))
             raise ValueError(
                 f"Rows of {name} must sum to 1 (tolerance {ROW_SUM_TOL:g}); "
                 f"row {worst} "
                 f"sums to {arr[worst].sum():.8g}."
             )
     return arr
+
+
+# Values per block of :func:`_scan_probabilities`: a block read from memory
+# by its first reduction is in the L2 cache for the others.
+_SCAN_BLOCK = 1 << 15
+
+
+def _scan_probabilities(arr, wide):
+    """Smallest and largest value of ``arr`` (NaN if it holds one) and, for
+    a matrix (``wide``), its row sums, in one read of the array by blocks."""
+    rows = max(1, _SCAN_BLOCK // (arr.shape[1] if arr.ndim == 2 else 1))
+    n = arr.shape[0]
+    sums = np.empty(n) if wide else None
+    ones = np.ones(arr.shape[1]) if wide else None
+    lows, highs = [], []
+    for start in range(0, n, rows):
+        block = arr[start : start + rows]
+        lows.append(block.min())
+        highs.append(block.max())
+        if wide:
+            # a matrix-vector product: numpy's sum along rows of a few
+            # columns costs a call per row (the tolerance dwarfs the
+            # rounding either way)
+            np.matmul(block, ones, out=sums[start : start + rows])
+    # np.min and np.max propagate NaN
+    return np.min(lows), np.max(highs), sums
+
+
+def _row_sums(arr):
+    return arr @ np.ones(arr.shape[1])
 
 
 def check_estimator_proba(proba, estimator, n_samples):
@@ -367,7 +418,13 @@ def _unique_labels(y_true):
         if _only_values(y_true, lo, hi):
             return np.array([lo, hi], dtype=y_true.dtype)
         if _dense_int_labels(y_true, lo, hi):
-            counts = np.bincount(np.subtract(y_true, int(lo), dtype=np.int64))
+            # labels from 0 need no shifted copy to be counted
+            shifted = (
+                y_true
+                if lo == 0 and np.can_cast(y_true.dtype, np.intp)
+                else np.subtract(y_true, int(lo), dtype=np.int64)
+            )
+            counts = np.bincount(shifted)
             return (np.flatnonzero(counts) + lo).astype(y_true.dtype)
     return np.unique(y_true)
 
@@ -428,6 +485,12 @@ def _class_index(classes, y_true):
     (sorted): a table lookup for integer labels of a small range."""
     if y_true.dtype.kind in "iu" and classes.dtype.kind in "iu":
         lo, hi = int(classes[0]), int(classes[-1])
+        if lo == 0 and hi == classes.shape[0] - 1 and y_true.dtype == np.int64:
+            # classes 0, 1, ..., K - 1: the labels are their own indices (a
+            # read-only view: the caller's array is never written)
+            index = y_true.view()
+            index.flags.writeable = False
+            return index
         if _dense_int_labels(y_true, lo, hi):
             table = np.zeros(hi - lo + 1, dtype=np.int64)
             table[classes.astype(np.int64) - lo] = np.arange(classes.shape[0])
@@ -523,7 +586,7 @@ def check_calibration_inputs(
             f"y_true and y_proba have inconsistent numbers of samples: {n} and "
             f"{proba.shape[0]}."
         )
-    weight = check_sample_weight(sample_weight, n)
+    weight = None if sample_weight is None else check_sample_weight(sample_weight, n)
     classes = _resolve_classes(y_true, labels)
 
     if proba.ndim == 2 and proba.shape[1] > 2:
@@ -556,7 +619,7 @@ def check_calibration_inputs(
             else _index_of(classes, y_true)
         )
         return CalibrationData(
-            "multiclass", classes, y_idx.astype(np.int64), proba, weight, None
+            "multiclass", classes, y_idx.astype(np.int64, copy=False), proba, weight
         )
 
     # Binary problem.
@@ -689,25 +752,28 @@ def _complete_single_class(classes, pos_label):
     )
 
 
-def binary_tasks(data, multi_class):
+def binary_tasks(data, multi_class, *, unit_as_none=False):
     """Reduce a problem to a list of binary ``(y, s, w)`` calibration problems.
 
     Binary data gives one task whatever ``multi_class`` is. Multiclass data gives
     one task for ``"top-label"`` (confidence vs correctness) and one task per
     class for ``"classwise"`` (one-vs-rest), to be averaged by the caller.
+    With ``unit_as_none=True`` the weights ``w`` are None when none were
+    given (for a caller that takes unit weights without an array of ones).
     """
+    w = None if unit_as_none and data.unit_weight else data.weight
     if data.kind == "binary":
-        return [(data.y, data.proba, data.weight)]
+        return [(data.y, data.proba, w)]
     P = data.proba
     if multi_class == "top-label":
         correct, conf = top_label_task(P, data.y)
-        return [(correct, conf, data.weight)]
+        return [(correct, conf, w)]
     if multi_class == "classwise":
         return [
             (
                 (data.y == k).astype(np.float64),
                 np.ascontiguousarray(P[:, k]),
-                data.weight,
+                w,
             )
             for k in range(P.shape[1])
         ]
@@ -1125,12 +1191,14 @@ def _refuse_text(x, name):
         raise ValueError(f"{name} must be numeric probabilities, got text values.")
 
 
-def _float_array(x, name, *, copy=False):
+def _float_array(x, name, *, copy=False, finite=True):
     """``sklearn.utils.check_array`` as a float64 array of 1 or 2 dimensions.
 
     Same as ``check_array(x, ensure_2d=False, dtype=np.float64,
     ensure_min_samples=0, input_name=name, copy=copy)``, including its errors
     for NaN and infinity, except that ``assume_finite`` is not honoured.
+    ``finite=False`` leaves NaN and infinity in a numpy array to the caller
+    (who then reports them through :func:`_check_finite`).
     """
     if not (
         isinstance(x, np.ndarray)
@@ -1157,15 +1225,22 @@ def _float_array(x, name, *, copy=False):
                 raise
             raise type(exc)(f"{name} must be array-like of numbers: {exc}") from None
     arr = np.array(x, dtype=np.float64, copy=True if copy else None)
+    if not finite:
+        return arr
     # One sum is finite exactly when every element is (barring overflow, which
     # the element-wise checks then clear).
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(arr.sum()):
             return arr
+    _check_finite(arr, name)
+    return arr
+
+
+def _check_finite(arr, name):
+    """Raise ``check_array``'s error if ``arr`` holds NaN or infinity."""
     if np.isnan(arr).any():
         raise ValueError(f"Input {name} contains NaN.")
     if np.isinf(arr).any():
         raise ValueError(
             f"Input {name} contains infinity or a value too large for {arr.dtype!r}."
         )
-    return arr

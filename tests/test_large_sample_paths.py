@@ -90,6 +90,30 @@ def test_large_binned_table_is_the_brute_force(strategy, kind):
     assert res.value == pytest.approx(math.fsum(counts * gaps) / N, abs=1e-12)
 
 
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_unweighted_binned_error_is_the_unit_weighted_one(strategy, kind):
+    # no weights (no array of ones is made), unit weights given as an array,
+    # and integer weights with zeros against the rows they keep
+    rng = np.random.default_rng(200 + KINDS.index(kind))
+    s = _scores(kind, N, rng)
+    y = (rng.uniform(size=N) < s).astype(float)
+    for norm in ("l1", "l2", "max"):
+        kw = dict(n_bins=15, strategy=strategy, norm=norm)
+        plain = binned_calibration_error(y, s, **kw)
+        ones = binned_calibration_error(y, s, sample_weight=np.ones(N), **kw)
+        if strategy == "uniform":
+            assert plain == ones
+        else:  # sum s of a bin is added in another order (quantile_table)
+            assert plain == pytest.approx(ones, rel=1e-14, abs=1e-16)
+    w = rng.integers(0, 3, size=N).astype(float)
+    keep = w > 0
+    kw = dict(n_bins=15, strategy="uniform")
+    assert binned_calibration_error(
+        y, s, sample_weight=w, **kw
+    ) == binned_calibration_error(y[keep], s[keep], sample_weight=w[keep], **kw)
+
+
 def test_weighted_large_table_is_the_brute_force():
     rng = np.random.default_rng(7)
     s = rng.beta(2, 3, size=N)

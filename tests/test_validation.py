@@ -187,3 +187,107 @@ def test_validated_matrix_cannot_write_through_to_the_input():
         data.proba[0, 0] = 0.5
     np.testing.assert_array_equal(P, before)
     assert P.flags.writeable
+
+
+def _matrix(n, k, seed):
+    return np.random.default_rng(seed).dirichlet(np.ones(k), size=n)
+
+
+@pytest.mark.parametrize("where", [0, 5_000, 69_999])
+def test_matrix_errors_in_any_block_are_those_of_a_full_check(where):
+    # 70,000 rows of 10 columns span many blocks of the one-read scan; the
+    # errors and the reported row are those of whole-array checks
+    P = _matrix(70_000, 10, where)
+    y = np.arange(70_000) % 10
+    bad = P.copy()
+    bad[where, 3] = np.nan
+    with pytest.raises(ValueError, match="Input y_proba contains NaN"):
+        check_calibration_inputs(y, bad)
+    bad = P.copy()
+    bad[where, 3] = np.inf
+    with pytest.raises(ValueError, match="Input y_proba contains infinity"):
+        check_calibration_inputs(y, bad)
+    bad = P.copy()
+    bad[where, 3] = 1.0 + 1e-7
+    with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
+        check_calibration_inputs(y, bad)
+    bad = P.copy()
+    bad[where] *= 1.001
+    bad[(where + 7) % 70_000] *= 1.0005  # a smaller deviation elsewhere
+    with pytest.raises(ValueError, match=f"row {where} sums to"):
+        check_calibration_inputs(y, bad)
+
+
+def test_nan_in_scores_is_reported_as_nan_not_as_range():
+    p = np.random.default_rng(0).uniform(size=100_000)
+    p[77_777] = np.nan
+    with pytest.raises(ValueError, match="Input y_proba contains NaN"):
+        check_calibration_inputs((p > 0.5).astype(int), p)
+    p[77_777] = -np.inf
+    with pytest.raises(ValueError, match="Input y_proba contains infinity"):
+        check_calibration_inputs(np.zeros(100_000), p)
+
+
+def test_rows_within_tolerance_are_clipped_in_a_copy_and_summed_after():
+    P = _matrix(50_000, 4, 1)
+    P[123] = [0.5 + 5e-9, 0.5 + 5e-9, -5e-9, -5e-9]  # outside [0, 1] by 5e-9
+    before = P.copy()
+    data = check_calibration_inputs(np.arange(50_000) % 4, P)
+    np.testing.assert_array_equal(data.proba, np.clip(before, 0.0, 1.0))
+    np.testing.assert_array_equal(P, before)
+
+
+@pytest.mark.parametrize("layout", ["F", "strided", "float32", "pandas"])
+def test_matrix_layouts_validate_alike(layout):
+    P = _matrix(40_000, 5, 2)
+    y = np.random.default_rng(2).integers(0, 5, size=40_000)
+    ref = check_calibration_inputs(y, P)
+    if layout == "F":
+        Q = np.asfortranarray(P)
+    elif layout == "strided":
+        Q = np.zeros((40_000, 10))
+        Q[:, 1::2] = P
+        Q = Q[:, 1::2]
+    elif layout == "float32":
+        P = P.astype(np.float32).astype(np.float64)
+        ref = check_calibration_inputs(y, P)
+        Q = P.astype(np.float32)
+    else:
+        pd = pytest.importorskip("pandas")
+        Q = pd.DataFrame(P)
+    data = check_calibration_inputs(y, Q)
+    np.testing.assert_array_equal(data.proba, ref.proba)
+    np.testing.assert_array_equal(data.y, ref.y)
+    for multi_class in ("top-label", "classwise"):
+        for a, b in zip(
+            binary_tasks(data, multi_class), binary_tasks(ref, multi_class), strict=True
+        ):
+            for u, v in zip(a, b, strict=True):
+                np.testing.assert_array_equal(u, v)
+
+
+def test_labels_that_are_their_own_indices_are_not_copied_for_writing():
+    y = np.random.default_rng(3).integers(0, 6, size=1000)
+    before = y.copy()
+    data = check_calibration_inputs(y, _matrix(1000, 6, 3))
+    np.testing.assert_array_equal(data.y, before)
+    assert data.y.dtype == np.int64
+    assert not (np.shares_memory(data.y, y) and data.y.flags.writeable)
+    # a missing class: indices into labels=, not the labels
+    data = check_calibration_inputs(y + 1, _matrix(1000, 7, 3), labels=np.arange(7))
+    np.testing.assert_array_equal(data.y, before + 1)
+    data = check_calibration_inputs(y + 1, _matrix(1000, 6, 3))
+    np.testing.assert_array_equal(data.y, before)
+    np.testing.assert_array_equal(y, before)
+
+
+def test_unit_weights_are_ones_when_read():
+    y, p = [0, 1, 1], [0.2, 0.6, 0.9]
+    data = check_calibration_inputs(y, p)
+    assert data.unit_weight and data.sample_weight is None
+    np.testing.assert_array_equal(data.weight, np.ones(3))
+    ((_, _, w),) = binary_tasks(data, "top-label", unit_as_none=True)
+    assert w is None
+    data = check_calibration_inputs(y, p, sample_weight=[1.0, 1.0, 1.0])
+    assert not data.unit_weight
+    np.testing.assert_array_equal(data.weight, np.ones(3))

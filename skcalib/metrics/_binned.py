@@ -195,12 +195,19 @@ def binned_calibration_error(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
     # Only "cbrt" reads the number of rows of positive weight (a pass at 1e7).
-    n_positive = int(np.count_nonzero(data.weight)) if isinstance(n_bins, str) else 0
+    n_positive = 0
+    if isinstance(n_bins, str):
+        n_positive = (
+            data.n_samples
+            if data.unit_weight
+            else int(np.count_nonzero(data.sample_weight))
+        )
     n_bins = check_n_bins(n_bins, n_positive)
-    # without weights the bin sums need no products and no pass over w
-    unit = True if sample_weight is None else None
+    # without weights the bin sums need no products, no pass over w and no
+    # array of ones (w is None then)
+    unit = True if data.unit_weight else None
     values, tables = [], []
-    for y, s, w in binary_tasks(data, multi_class):
+    for y, s, w in binary_tasks(data, multi_class, unit_as_none=True):
         if strategy == "uniform":
             table = bin_table(y, s, w, uniform_edges(n_bins), unit_weight=unit)
         elif unit and s.shape[0] >= SELECT_MIN:
