@@ -28,11 +28,17 @@ p = rng.uniform(size=n)
 y = (rng.uniform(size=n) < p**1.3).astype(int)
 P = rng.dirichlet(np.ones(10), size=10**5)
 y10 = (rng.uniform(size=(10**5, 1)) > P.cumsum(axis=1)).sum(axis=1).clip(0, 9)
+Pm = rng.dirichlet(np.ones(10), size=n)
+y10m = (rng.uniform(size=(n, 1)) > Pm.cumsum(axis=1)).sum(axis=1).clip(0, 9)
 ys, ps = y[:200_000], p[:200_000]
 yk, pk = y[:5000], p[:5000]
 calls = {
     "smooth_ece 1e6": lambda: m.smooth_ece(y, p),
     "smooth_ece top-label 1e5 x 10": lambda: m.smooth_ece(y10, P),
+    "smooth_ece top-label 1e6 x 10": lambda: m.smooth_ece(y10m, Pm),
+    "smooth_ece top-label logit 1e6 x 10": lambda: m.smooth_ece(
+        y10m, Pm, metric="logit"
+    ),
     "binned uniform 1e6": lambda: m.binned_calibration_error(y, p),
     "binned quantile 1e6": lambda: m.binned_calibration_error(
         y, p, strategy="quantile"
@@ -57,8 +63,11 @@ print(json.dumps(out))
 
 def _run(tree):
     env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+    # -P: without it ``python -c`` puts the working directory first on
+    # sys.path, and run from inside a checkout both children would import
+    # that checkout's package instead of the tree given.
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True
+        [sys.executable, "-P", "-c", CHILD], env=env, capture_output=True, text=True
     )
     if proc.returncode:
         raise SystemExit(f"{tree}: {proc.stderr.strip().splitlines()[-1]}")
