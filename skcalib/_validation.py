@@ -118,7 +118,7 @@ def _pandas_na():
     return getattr(pd, "NA", None) if pd is not None else None
 
 
-def _check_y_true(y_true, name="y_true"):
+def _check_y_true(y_true, name="y_true", *, finite=True):
     if y_true is None:
         raise ValueError(f"{name} must not be None.")
     if _is_pandas_like(y_true):
@@ -134,7 +134,7 @@ def _check_y_true(y_true, name="y_true"):
     y_true = _column_or_1d(y_true)
     if y_true.shape[0] == 0:
         raise ValueError(f"{name} is empty; at least one sample is required.")
-    if y_true.dtype.kind == "f":
+    if y_true.dtype.kind == "f" and finite:
         # One sum is finite exactly when every element is, barring overflow,
         # which the element-wise check then clears.
         with np.errstate(over="ignore", invalid="ignore"):
@@ -409,13 +409,16 @@ def check_option(name, value, allowed):
     return check_param(name, value, StrOptions(*allowed))
 
 
-def _unique_labels(y_true):
-    """``np.unique`` with a sort-free path for numeric two-class labels."""
+def _unique_labels(y_true, summary=None):
+    """``np.unique`` with a sort-free path for numeric two-class labels.
+
+    ``summary`` is :func:`_label_summary` of ``y_true`` if the caller has it.
+    """
     if y_true.dtype.kind in "biuf":
-        lo, hi = y_true.min(), y_true.max()
+        lo, hi, two = _label_summary(y_true) if summary is None else summary
         if lo == hi:
             return np.array([lo], dtype=y_true.dtype)
-        if _only_values(y_true, lo, hi):
+        if two:
             return np.array([lo, hi], dtype=y_true.dtype)
         if _dense_int_labels(y_true, lo, hi):
             # labels from 0 need no shifted copy to be counted
@@ -429,26 +432,42 @@ def _unique_labels(y_true):
     return np.unique(y_true)
 
 
-# Labels per step of the chunked check of :func:`_only_values`: the
-# temporaries stay in the cache, so the check reads the labels once.
+# Labels per step of :func:`_label_summary`: a step's temporaries stay in the
+# cache, so the labels are read from memory once.
 _LABEL_CHUNK = 1 << 15
 
 
-def _only_values(y_true, lo, hi):
-    """``np.all((y_true == lo) | (y_true == hi))``, chunk by chunk."""
+def _label_summary(y_true):
+    """``(min, max, only_two)`` of numeric labels, ``only_two`` saying that
+    every label is the min or the max, in one read by chunks (NaN propagates
+    into the extremes).
+
+    Each chunk's extremes are labels and each chunk is checked to hold only
+    its own two: the labels are two values exactly when the chunks' extremes
+    are two values.
+    """
     n = y_true.shape[0]
     size = min(n, _LABEL_CHUNK)
     eq_lo, eq_hi = np.empty(size, dtype=bool), np.empty(size, dtype=bool)
+    lows, highs, two = [], [], True
     for start in range(0, n, _LABEL_CHUNK):
         part = y_true[start : start + _LABEL_CHUNK]
         k = part.shape[0]
-        a, b = eq_lo[:k], eq_hi[:k]
-        np.equal(part, lo, out=a)
-        np.equal(part, hi, out=b)
-        np.logical_or(a, b, out=a)
-        if not a.all():
-            return False
-    return True
+        lo, hi = part.min(), part.max()
+        lows.append(lo)
+        highs.append(hi)
+        if two:
+            a, b = eq_lo[:k], eq_hi[:k]
+            np.equal(part, lo, out=a)
+            np.equal(part, hi, out=b)
+            np.logical_or(a, b, out=a)
+            two = bool(a.all())
+    lows, highs = np.array(lows), np.array(highs)
+    lo, hi = lows.min(), highs.max()
+    if two:
+        seen = np.concatenate([lows, highs])
+        two = bool(np.all((seen == lo) | (seen == hi)))
+    return lo, hi, two
 
 
 def _indicator(y_true, pos_label, classes):
@@ -510,9 +529,9 @@ def check_pos_label(pos_label):
     return pos_label
 
 
-def _resolve_classes(y_true, labels):
+def _resolve_classes(y_true, labels, summary=None):
     try:
-        present = _unique_labels(y_true)
+        present = _unique_labels(y_true, summary)
     except TypeError:  # mixed types, e.g. ["a", 1]
         raise TypeError(
             "y_true mixes label types that cannot be compared; use one type."
@@ -578,7 +597,14 @@ def check_calibration_inputs(
     CalibrationData
     """
     check_pos_label(pos_label)
-    y_true = _check_y_true(y_true)
+    y_true = _check_y_true(y_true, finite=False)
+    # the extremes and the two-label test of numeric labels in one read; NaN
+    # and infinity are seen in the extremes
+    summary = None
+    if y_true.dtype.kind in "biuf":
+        summary = _label_summary(y_true)
+        if y_true.dtype.kind == "f" and not np.isfinite([summary[0], summary[1]]).all():
+            raise ValueError("y_true contains NaN or infinity.")
     proba = check_probability_array(y_proba, name="y_proba")
     n = y_true.shape[0]
     if proba.shape[0] != n:
@@ -587,7 +613,7 @@ def check_calibration_inputs(
             f"{proba.shape[0]}."
         )
     weight = None if sample_weight is None else check_sample_weight(sample_weight, n)
-    classes = _resolve_classes(y_true, labels)
+    classes = _resolve_classes(y_true, labels, summary)
 
     if proba.ndim == 2 and proba.shape[1] > 2:
         if require_binary:

@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from skcalib._validation import binary_tasks, check_calibration_inputs
+from skcalib._validation import (
+    _label_summary,
+    _unique_labels,
+    binary_tasks,
+    check_calibration_inputs,
+)
 from skcalib.metrics import binned_calibration_error, smooth_ece
 
 METRICS = [smooth_ece, binned_calibration_error]
@@ -291,3 +296,37 @@ def test_unit_weights_are_ones_when_read():
     data = check_calibration_inputs(y, p, sample_weight=[1.0, 1.0, 1.0])
     assert not data.unit_weight
     np.testing.assert_array_equal(data.weight, np.ones(3))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: np.zeros(n),
+        lambda n: np.ones(n),
+        lambda n: (np.arange(n) % 2).astype(float),
+        lambda n: np.where(np.arange(n) < n - 1, 0.0, 1.0),  # one 1 at the end
+        lambda n: np.where(np.arange(n) < n // 2, -1.0, 1.0),  # one per chunk
+        lambda n: np.where(np.arange(n) == n - 1, 0.5, (np.arange(n) % 2) * 1.0),
+        lambda n: np.where(
+            np.arange(n) < 40_000, 0.0, np.where(np.arange(n) < 80_000, 1.0, 2.0)
+        ),  # two per chunk, three in all
+        lambda n: (np.arange(n) % 3).astype(np.int8),
+        lambda n: np.arange(n) % 2 == 1,
+    ],
+)
+def test_label_summary_is_min_max_and_two_valued(make):
+    y = make(100_003)  # several chunks, the last one short
+    lo, hi, two = _label_summary(y)
+    assert lo == y.min() and hi == y.max()
+    assert two == bool(np.all((y == y.min()) | (y == y.max())))
+    np.testing.assert_array_equal(_unique_labels(y), np.unique(y))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_labels_in_any_chunk_are_reported(bad):
+    y = (np.arange(100_003) % 2).astype(float)
+    for where in (0, 50_000, 100_002):
+        z = y.copy()
+        z[where] = bad
+        with pytest.raises(ValueError, match="y_true contains NaN or infinity"):
+            check_calibration_inputs(z, np.full(z.shape[0], 0.5))
