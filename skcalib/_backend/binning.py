@@ -185,19 +185,38 @@ def quantile_table(y, s, n_bins):
     """:func:`bin_table` of the edges :func:`quantile_edges` of unit weights
     (0/1 labels ``y``, scores in [0, 1]), in two passes over the scores.
 
-    The first pass counts the cells of :func:`percentile_edges`; an edge lies
-    between two consecutive order statistics, hence in the cell of one of
-    them or in an empty cell between, so every other cell lies inside one
-    bin, known before the edges are. The second pass sums each score of those
-    cells into its bin and gathers the scores of the cells holding a needed
-    rank, which give the edges and are then placed by search. The sums of
-    the gathered scores are added last: ``sum s`` of a bin may differ from a
-    single bincount by round-off (an ulp per addition); the counts and
-    ``sum y`` are exact.
+    The first pass makes a histogram of the cells of
+    :func:`percentile_edges`: per cell the number of scores, of positive
+    labels and the sum of the scores. An edge lies between two consecutive
+    order statistics, hence in the cell of one of them or in an empty cell
+    between, so every other cell lies inside one bin, known once the counts
+    are: its sums go to that bin whole. The second pass gathers the scores
+    of the cells holding a needed rank, which give the edges and are then
+    placed by search. The counts and ``sum y`` are exact; ``sum s`` of a bin
+    is added per cell, then per bin (it may differ from a single bincount by
+    round-off, an ulp per addition).
     """
     n = s.shape[0]
     plan = _PercentilePlan(n, np.linspace(0.0, 1.0, n_bins + 1) * 100)
-    counts = _cell_counts(s)
+    G = _SELECT_CELLS
+    slots = G + 1
+    # per cell: scores with label 0 (first G + 1 keys), with label 1 (next
+    # G + 1) and the sum of the scores
+    count = np.zeros(2 * slots, dtype=np.intp)
+    cell_sum = np.zeros(slots)
+    lab = np.empty(min(n, _CHUNK), dtype=np.intp)
+    start = 0
+    for part, c in _chunk_cells(s):
+        k = part.shape[0]
+        sums = np.bincount(c, weights=part, minlength=slots)
+        if sums.shape[0] > slots:
+            raise ValueError("scores must lie in [0, 1]")
+        cell_sum += sums
+        np.multiply(y[start : start + k], slots, out=lab[:k], casting="unsafe")
+        lab[:k] += c
+        count += np.bincount(lab[:k], minlength=2 * slots)
+        start += k
+    counts = count[:slots] + count[slots:]
     cell, wanted = _rank_cells(counts, plan.ranks)
     if _crowded(counts, wanted):
         edges = np.percentile(s, np.linspace(0.0, 1.0, n_bins + 1) * 100)
@@ -205,50 +224,35 @@ def quantile_table(y, s, n_bins):
     # bin of each cell that holds no needed rank: the number of interior
     # edges whose upper order statistic lies in a cell below it
     inner_next = np.sort(cell[np.searchsorted(plan.ranks, plan.next[1:-1])])
-    cell_bin = np.searchsorted(inner_next, np.arange(counts.shape[0]), side="left")
-    cell_bin[wanted] = n_bins  # gathered, placed later
-    slots = n_bins + 1
-    count = np.zeros(2 * slots, dtype=np.intp)
-    sws = np.zeros(slots)
-    size = min(n, _CHUNK)
-    key = np.empty(slots + size, dtype=np.intp)
-    key[:slots] = np.arange(slots)
-    val = np.empty(slots + size)
-    lab = np.empty(size, dtype=np.intp)
-    m_buf = np.empty(size, dtype=bool)
+    cell_bin = np.searchsorted(inner_next, np.arange(slots), side="left")
+    whole = ~wanted
     picked_s, picked_y = [], []
+    m_buf = np.empty(min(n, _CHUNK), dtype=bool)
     start = 0
     for part, c in _chunk_cells(s):
         k = part.shape[0]
-        b, yc, m = key[slots : slots + k], y[start : start + k], m_buf[:k]
-        np.take(cell_bin, c, out=b, mode="clip")
-        np.equal(b, n_bins, out=m)
-        picked_s.append(part[m])
-        picked_y.append(yc[m])
-        np.multiply(yc, slots, out=lab[:k], casting="unsafe")
-        lab[:k] += b
-        count += np.bincount(lab[:k], minlength=2 * slots)
-        val[:slots] = sws
-        val[slots : slots + k] = part
-        sws = np.bincount(key[: slots + k], weights=val[: slots + k])
+        m = m_buf[:k]
+        np.take(wanted, c, out=m)
+        if m.any():
+            picked_s.append(part[m])
+            picked_y.append(y[start : start + k][m])
         start += k
     ps, py = np.concatenate(picked_s), np.concatenate(picked_y)
     edges = plan.edges(_select(ps, _local_ranks(counts, wanted, cell, plan.ranks)))
     inner = edges[1:-1]
     # each edge is in a gathered or an empty cell (see above)
-    edge_cell = np.minimum((inner * _SELECT_CELLS).astype(np.intp), counts.shape[0] - 1)
+    edge_cell = np.minimum((inner * G).astype(np.intp), slots - 1)
     if np.any(~wanted[edge_cell] & (counts[edge_cell] > 0)):  # pragma: no cover
         raise AssertionError("quantile edge outside the gathered cells")
     pb = np.searchsorted(inner, ps, side="left")
-    positive = count[slots : slots + n_bins] + np.bincount(
-        pb, weights=py, minlength=n_bins
-    ).astype(np.intp)
-    total = count[:n_bins] + count[slots : slots + n_bins]
+    kb = cell_bin[whole]
+    positive = np.bincount(kb, weights=count[slots:][whole], minlength=n_bins)
+    positive += np.bincount(pb, weights=py, minlength=n_bins)
+    total = np.bincount(kb, weights=counts[whole], minlength=n_bins)
     total += np.bincount(pb, minlength=n_bins)
-    sws = sws[:n_bins] + np.bincount(pb, weights=ps, minlength=n_bins)
-    return table_from_sums(
-        edges, total.astype(np.float64), positive.astype(np.float64), sws, total
-    )
+    sws = np.bincount(kb, weights=cell_sum[whole], minlength=n_bins)
+    sws += np.bincount(pb, weights=ps, minlength=n_bins)
+    return table_from_sums(edges, total, positive, sws, total)
 
 
 # Scores per pass of the chunked bin assignment: the temporaries of a chunk
