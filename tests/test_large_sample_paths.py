@@ -16,7 +16,7 @@ from skcalib._backend.binning import SELECT_MIN, percentile_edges
 from skcalib._backend.grid import calibration_statistics
 from skcalib._backend.top_label import top_label_task
 from skcalib._validation import binary_tasks, check_calibration_inputs
-from skcalib.metrics import binned_calibration_error
+from skcalib.metrics import binned_calibration_error, smooth_ece
 
 N = SELECT_MIN + 12_345  # above the thresholds, several chunks
 
@@ -238,6 +238,27 @@ def test_unit_weight_statistics_are_the_weighted_ones():
         # doubling every weight doubles every sum exactly (weighted path)
         two = calibration_statistics(y, pos, np.full_like(s, 2.0), 4096, scores=scores)
         np.testing.assert_array_equal(one, two / 2)
+        # no weights at all: the unit-weight sums, bit for bit
+        none = calibration_statistics(y, pos, None, 4096, scores=scores)
+        np.testing.assert_array_equal(none, one)
+
+
+@pytest.mark.parametrize("metric", ["l1", "logit"])
+def test_unweighted_smooth_ece_is_the_unit_weighted_one(metric):
+    # adversarial scores (exact 0 and 1, ties, edges) and a 10-class matrix
+    # with tied maxima: without weights the fit gets None, not ones
+    rng = np.random.default_rng(5)
+    for kind in ("zero_one", "edges", "discrete", "beta"):
+        s = _scores(kind, N, rng)
+        y = (rng.uniform(size=N) < s).astype(int)
+        plain = smooth_ece(y, s, metric=metric)
+        assert plain == smooth_ece(y, s, metric=metric, sample_weight=np.ones(N))
+    P = _tied_rows(10, 60_000, rng)
+    y = rng.integers(0, 10, size=60_000)
+    for multi_class in ("top-label", "classwise"):
+        kw = dict(metric=metric, multi_class=multi_class)
+        plain = smooth_ece(y, P, **kw)
+        assert plain == smooth_ece(y, P, sample_weight=np.ones(60_000), **kw)
 
 
 def _two_pass_fit(y, s, w, geometry):

@@ -54,7 +54,8 @@ def bin_positions(s, M):
 def calibration_statistics(y, s, w, M=FINE_M, *, scores=None):
     """Grid sufficient statistics ``(sum w, sum w*y, sum w*s)`` per grid point.
 
-    ``y`` must hold 0/1 labels and ``s`` the grid positions in [0, 1]. When
+    ``y`` must hold 0/1 labels and ``s`` the grid positions in [0, 1]; ``w``
+    the weights, or None for unit weights (no array of ones needed). When
     the positions are the scores themselves (``scores=None``), three weighted
     histograms are enough instead of six: per cell and label, ``A = sum w``,
     ``B = sum w theta`` and ``C = sum w theta^2``; since ``s = (c + theta) / M``
@@ -74,7 +75,7 @@ def calibration_statistics(y, s, w, M=FINE_M, *, scores=None):
     # Unit weights: ``1 * v`` is ``v`` and a sum of ones below 2**53 is exact,
     # so the sums are those of the weighted columns, bit for bit, without the
     # products and with a count for the first column.
-    unit = bool(w.min() == 1.0 and w.max() == 1.0)
+    unit = w is None or bool(w.min() == 1.0 and w.max() == 1.0)
     for start in range(0, n, _CHUNK):
         sl = slice(start, min(start + _CHUNK, n))
         key, theta = cell_keys(y[sl], s[sl], M)

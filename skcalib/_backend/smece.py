@@ -131,6 +131,8 @@ def statistics(y, s, w, geometry, M=FINE_M, *, positions=None):
 def fit(y, s, w, geometry, sigma=None):
     """SmoothECE of one binary problem: ``(value, sigma, stats)``.
 
+    ``w`` holds the weights, or is None for unit weights.
+
     With ``sigma=None`` the value is ``sigma*`` (0 for a residual that is
     zero on the grid, see :func:`self_consistent_value`). ``stats`` are the grid
     statistics used, on a grid fine enough for ``sigma`` (at least

@@ -36,7 +36,16 @@ _METRICS = ("l1", "logit")
 
 
 def _prepare(
-    y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric, sigma
+    y_true,
+    y_proba,
+    sample_weight,
+    pos_label,
+    labels,
+    multi_class,
+    metric,
+    sigma,
+    *,
+    unit_as_none=False,
 ):
     check_option("multi_class", multi_class, ("top-label", "classwise"))
     check_option("metric", metric, _METRICS)
@@ -46,7 +55,8 @@ def _prepare(
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
-    return data, binary_tasks(data, multi_class), geometry, sigma
+    tasks = binary_tasks(data, multi_class, unit_as_none=unit_as_none)
+    return data, tasks, geometry, sigma
 
 
 @by_group
@@ -190,8 +200,17 @@ def smooth_ece(
             labels=labels,
             return_details=return_details,
         )
+    # fit reads unit weights as None: no array of ones
     data, tasks, geometry, sigma = _prepare(
-        y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric, sigma
+        y_true,
+        y_proba,
+        sample_weight,
+        pos_label,
+        labels,
+        multi_class,
+        metric,
+        sigma,
+        unit_as_none=True,
     )
     values, sigmas = [], []
     for y, s, w in tasks:
