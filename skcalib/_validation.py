@@ -212,7 +212,7 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
     if lo < 0 or hi > 1:
         arr = np.clip(arr, 0.0, 1.0)  # a new array: the caller's is never written
         if wide:
-            sums = _row_sums(arr)
+            sums = _scan_probabilities(arr, wide)[2]
     elif arr.ndim == 2 and np.may_share_memory(arr, y_proba):
         # 1-D scores are only ever read downstream and may stay a view (memory
         # at 1e8 rows); matrices become a read-only view, so that no later
@@ -225,8 +225,8 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
             raise ValueError(
                 f"{name} must have at least 2 columns, got {arr.shape[1]}."
             )
-        if not (sums.max() - 1.0 <= ROW_SUM_TOL and 1.0 - sums.min() <= ROW_SUM_TOL):
-            worst = int(np.argmax(np.abs(sums - 1.0)))
+        if not (sums[1] - 1.0 <= ROW_SUM_TOL and 1.0 - sums[0] <= ROW_SUM_TOL):
+            worst = int(np.argmax(np.abs(_row_sums(arr) - 1.0)))
             raise ValueError(
                 f"Rows of {name} must sum to 1 (tolerance {ROW_SUM_TOL:g}); "
                 f"row {worst} "
@@ -242,12 +242,14 @@ _SCAN_BLOCK = 1 << 15
 
 def _scan_probabilities(arr, wide):
     """Smallest and largest value of ``arr`` (NaN if it holds one) and, for
-    a matrix (``wide``), its row sums, in one read of the array by blocks."""
+    a matrix (``wide``), the smallest and largest row sum, in one read of
+    the array by blocks."""
     rows = max(1, _SCAN_BLOCK // (arr.shape[1] if arr.ndim == 2 else 1))
     n = arr.shape[0]
-    sums = np.empty(n) if wide else None
-    ones = np.ones(arr.shape[1]) if wide else None
-    lows, highs = [], []
+    if wide:
+        ones = np.ones(arr.shape[1])
+        sums = np.empty(min(n, rows))
+    lows, highs, sum_lows, sum_highs = [], [], [], []
     for start in range(0, n, rows):
         block = arr[start : start + rows]
         lows.append(block.min())
@@ -256,9 +258,13 @@ def _scan_probabilities(arr, wide):
             # a matrix-vector product: numpy's sum along rows of a few
             # columns costs a call per row (the tolerance dwarfs the
             # rounding either way)
-            np.matmul(block, ones, out=sums[start : start + rows])
+            part = sums[: block.shape[0]]
+            np.matmul(block, ones, out=part)
+            sum_lows.append(part.min())
+            sum_highs.append(part.max())
     # np.min and np.max propagate NaN
-    return np.min(lows), np.max(highs), sums
+    row_sums = (np.min(sum_lows), np.max(sum_highs)) if wide else None
+    return np.min(lows), np.max(highs), row_sums
 
 
 def _row_sums(arr):
