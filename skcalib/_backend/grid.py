@@ -51,7 +51,7 @@ def bin_positions(s, M):
     return idx, theta
 
 
-def calibration_statistics(y, s, w, M=FINE_M, *, scores=None):
+def calibration_statistics(y, s, w, M=FINE_M, *, scores=None, transform=None):
     """Grid sufficient statistics ``(sum w, sum w*y, sum w*s)`` per grid point.
 
     ``y`` must hold 0/1 labels and ``s`` the grid positions in [0, 1]; ``w``
@@ -63,7 +63,10 @@ def calibration_statistics(y, s, w, M=FINE_M, *, scores=None):
     left node receives ``[c (A - B) + B - C] / M`` and its right node
     ``[c B + C] / M``. When the positions are a transform of the scores (the
     logit grid), pass the probabilities as ``scores``: the cells then carry
-    ``sum w s`` and ``sum w s theta`` instead of ``C``.
+    ``sum w s`` and ``sum w s theta`` instead of ``C``. With ``transform``,
+    ``s`` holds the scores and the positions are ``transform`` of each chunk
+    of them (an elementwise map): no array of the positions of every sample
+    is made.
 
     Returns
     -------
@@ -78,7 +81,8 @@ def calibration_statistics(y, s, w, M=FINE_M, *, scores=None):
     unit = w is None or bool(w.min() == 1.0 and w.max() == 1.0)
     for start in range(0, n, _CHUNK):
         sl = slice(start, min(start + _CHUNK, n))
-        key, theta = cell_keys(y[sl], s[sl], M)
+        pos = s[sl] if transform is None else transform(s[sl])
+        key, theta = cell_keys(y[sl], pos, M)
         if unit:
             cells[:, 0] += np.bincount(key, minlength=2 * M)
             if scores is None:

@@ -124,7 +124,9 @@ def statistics(y, s, w, geometry, M=FINE_M, *, positions=None):
     if geometry.metric == "l1":
         return calibration_statistics(y, s, w, M)
     if positions is None:
-        positions = geometry.to_unit(s)
+        # positions chunk by chunk (the map is elementwise): no array of the
+        # positions of every sample
+        return calibration_statistics(y, s, w, M, scores=s, transform=geometry.to_unit)
     return calibration_statistics(y, positions, w, M, scores=s)
 
 
@@ -148,8 +150,7 @@ def fit(y, s, w, geometry, sigma=None):
         # so a first pass on 2**12 nearly always leads to a second. Bin once on
         # the finest grid and take each grid of the search from its exact
         # coarsenings (the numbers of a direct binning up to round-off).
-        u = geometry.to_unit(s)
-        fine = pyramid(statistics(y, s, w, geometry, FINE_M, positions=u))
+        fine = pyramid(statistics(y, s, w, geometry, FINE_M))
     while True:
         if fine is None:
             stats = pyramid(statistics(y, s, w, geometry, M))
