@@ -27,7 +27,9 @@ each recalibrated map on a fine grid of ``f``, at every ``n``.
 
 Timings: fits at small and large ``n`` (minimum of repeats, interleaved).
 
-Run: ``python benchmarks/bench_recalibration.py [--full] [--seeds report]``.
+Run: ``python benchmarks/bench_recalibration.py [--full] [--seeds report]``
+(``--datasets wine iris --models KNN`` restricts the real-data part, and
+``--skip timings truth`` leaves out the other parts, to iterate quickly).
 """
 
 from __future__ import annotations
@@ -273,10 +275,12 @@ def _subsample(y, n, rng):
     return idx
 
 
-def run_real(full, seed0, n_seeds, cals, log):
+def run_real(full, seed0, n_seeds, cals, log, only_data=None, only_models=None):
     results = {}  # (dataset, model, n) -> {calibrator: [loss per seed]}
     times = {}  # (calibrator, band) -> [fit seconds]
     for dname, X, y in datasets(full):
+        if only_data and dname not in only_data:
+            continue
         y = np.unique(y, return_inverse=True)[1]
         for s in range(n_seeds):
             seed = seed0 + s
@@ -289,6 +293,12 @@ def run_real(full, seed0, n_seeds, cals, log):
             te = idx[n_train : n_train + n_test]
             pool = idx[n_train + n_test :]
             for mname, model in models(seed):
+                if only_models and mname not in only_models:
+                    # The same draws as a full run, so that the settings
+                    # run are those of the full table.
+                    for m in sizes(pool.shape[0], full):
+                        _subsample(y[pool], m, rs)
+                    continue
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     model.fit(X[tr], y[tr])
@@ -487,6 +497,12 @@ def main():
     parser.add_argument(
         "--skip", nargs="*", default=(), choices=("real", "truth", "timings")
     )
+    parser.add_argument(
+        "--datasets", nargs="*", default=None, help="real-data datasets to run"
+    )
+    parser.add_argument(
+        "--models", nargs="*", default=None, help="real-data models to run"
+    )
     args = parser.parse_args()
     seed0 = SEEDS[args.seeds]
     cals = calibrators()
@@ -505,7 +521,15 @@ def main():
             print(message, flush=True)
             print_real(res, times, title)
 
-        run_real(args.full, seed0, 5 if args.full else 2, cals, log)
+        run_real(
+            args.full,
+            seed0,
+            5 if args.full else 2,
+            cals,
+            log,
+            only_data=args.datasets,
+            only_models=args.models,
+        )
     if "truth" not in args.skip:
         run_known_truth(args.full, seed0, 10 if args.full else 3, cals)
     print(f"\nwall time: {time.perf_counter() - t0:.0f} s", flush=True)

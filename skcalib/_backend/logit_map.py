@@ -73,6 +73,17 @@ FOLD_ENTROPY = 0x9E3779B97F4A7C15
 # one-sided penalty on slopes above 1) and of the intercept of the base.
 LOG_SCALE_PRIOR_SD = 2.0
 INTERCEPT_PRIOR_SD = 10.0
+# The same for the one inverse temperature of a multiclass map. A small
+# multiclass calibration set is often separable (every row's top class is
+# right), and then the likelihood rewards an ever sharper temperature: with
+# a standard deviation of 2, softmax(beta log P) reached beta = 8.4 on 50 rows
+# of a 15-neighbour classifier (held-out log-loss 0.023, test 0.37, where a
+# few test rows of 0.8 to 0.93 confidence were wrong). A non-separable set
+# pins beta with its mistakes, so the prior matters only where the data
+# cannot. Chosen on the benchmark's tuning seeds (mean gap to the best peer
+# for n <= 200: sd 4 +1.56 %, 2 +0.92 %, 1 +0.37 %, 0.7 +0.29 %, 0.5 +0.38 %;
+# 1 had the fewest losses).
+TEMPERATURE_PRIOR_SD = 1.0
 # Prior standard deviation of the beta base's coefficient on log p(1 - p).
 EXTRA_PRIOR_SD = 2.0
 # The beta base's |c| / a at most: below 1, so that both exponents of the
@@ -314,13 +325,14 @@ def fit_inverse_temperature(L, y_idx, w):
     """Inverse temperature ``beta`` of ``softmax(beta L)`` (maximum a posteriori).
 
     Minimises ``-sum_i w_i log softmax(beta L_i)[y_i]`` plus the penalty
-    of :func:`fit_platt` on ``log beta``, by a bounded scalar search
+    of :func:`fit_platt` on ``log beta`` (with ``TEMPERATURE_PRIOR_SD`` in
+    place of ``LOG_SCALE_PRIOR_SD``), by a bounded scalar search
     on ``log beta`` in ``[-10, 10]`` polished by Newton steps on the
     analytic gradient (the objective is flat at its minimum, so the search
     alone leaves ``beta`` uncertain at the ``1e-8`` level).
     """
     Ly = L[np.arange(L.shape[0]), y_idx]
-    prec = LOG_SCALE_PRIOR_SD**-2
+    prec = TEMPERATURE_PRIOR_SD**-2
     # beta > 0, so the row maximum of beta L is beta times that of L: the
     # shifted logits are computed once, and each evaluation costs one exp.
     top = L.max(axis=1)
