@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# Rows per block: a block of 8192 rows of 10 doubles and its temporaries
+# Entries per block (6553 rows of 10 doubles): a block and its temporaries
 # stay in the L2/L3 cache; fewer, larger blocks cost fewer numpy calls (a
 # call costs about a microsecond, the block's arithmetic some 100).
 _BLOCK = 1 << 16
