@@ -204,7 +204,7 @@ def rows(full: bool, methods=tuple(_METHOD_KWARGS)) -> list[dict]:
     for n in [8 * 10**6] if full else [8 * 10**4, 8 * 10**5]:
         peers = _solver_peers(n)
         r = run_solver(n, repeats=_repeats(n), peers=peers)
-        for peer in peers or [None]:
+        for peer in peers or [""]:
             out.append(
                 {
                     "work": "tv solver",
@@ -225,7 +225,7 @@ def rows(full: bool, methods=tuple(_METHOD_KWARGS)) -> list[dict]:
                 "work": f"bound {method}",
                 "n": n,
                 "skcalib_s": r["seconds"],
-                "peer": None,
+                "peer": "",
                 "peer_s": None,
                 "floor": "np.sort",
                 "floor_s": r["floor"],

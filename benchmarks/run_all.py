@@ -116,10 +116,11 @@ def print_table(rows):
     for r in rows:
         n = f"{r['n']:.0e}".replace("e+0", "e") if r["n"] else ""
         peak = "-" if r["peak_mb"] is None else f"{r['peak_mb']:.0f}"
+        peer, floor = r["peer"] or "", r["floor"] or ""  # None: no peer / floor
         print(
             f"{r['work'][:44]:<44} {n:>9} {_fmt_s(r['skcalib_s']):>9} "
-            f"{r['peer'][:22]:<22} {_fmt_s(r['peer_s']):>8} "
-            f"{_fmt_ratio(r['skcalib_s'], r['peer_s']):>6} {r['floor'][:18]:<18} "
+            f"{peer[:22]:<22} {_fmt_s(r['peer_s']):>8} "
+            f"{_fmt_ratio(r['skcalib_s'], r['peer_s']):>6} {floor[:18]:<18} "
             f"{_fmt_ratio(r['skcalib_s'], r['floor_s']):>7} {peak:>8}  {r['note']}",
             flush=True,
         )
