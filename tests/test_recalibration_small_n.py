@@ -369,3 +369,42 @@ def test_separable_multiclass_temperature_is_not_over_sharpened():
         ours.append(regret(rc.transform(P), P[i], y))
         old.append(regret(_map_temperature(P[i], y, 2.0)[1](P), P[i], y))
     assert np.mean(ours) < 0.6 * np.mean(old)
+
+
+@pytest.mark.parametrize("n", [50, 200])
+def test_temperature_prior_does_not_hold_back_an_under_confident_model(monkeypatch, n):
+    # The other side of the tighter prior: a model four times too soft
+    # (softmax(log eta / 4)) needs beta = 4, log beta = 1.4 standard
+    # deviations of the prior. A non-separable sample pins beta with its
+    # mistakes, so the exact population excess log-loss must stay that of
+    # the old, wider prior, and the median fitted beta near 4.
+    from scipy.special import softmax
+
+    from skcalib._backend import logit_map as lm
+
+    rng = np.random.default_rng(0)
+    eta = rng.dirichlet(np.full(3, 0.7), size=2000)
+    eta = np.clip(eta, 1e-6, None)
+    eta /= eta.sum(axis=1, keepdims=True)
+    entropy = float(np.mean(-(eta * np.log(eta)).sum(axis=1)))
+    P = softmax(np.log(eta) / 4.0, axis=1)
+
+    def fits(sd):
+        monkeypatch.setattr(lm, "TEMPERATURE_PRIOR_SD", sd)
+        excess, betas = [], []
+        for r in range(12):
+            g = np.random.default_rng(r)
+            i = g.integers(0, P.shape[0], n)
+            y = (eta[i].cumsum(axis=1) < g.random(n)[:, None]).sum(axis=1)
+            if np.unique(y).shape[0] < 3:
+                continue
+            rc = KernelRecalibrator(base="temperature", bandwidth=np.inf)
+            Q = rc.fit(P[i], y).transform(P)
+            excess.append(np.mean(-(eta * np.log(Q)).sum(axis=1)) - entropy)
+            betas.append(rc.maps_[0].coef)
+        return np.mean(excess), np.median(betas)
+
+    new_excess, new_beta = fits(1.0)
+    old_excess, _ = fits(2.0)
+    assert new_excess <= 1.1 * old_excess
+    assert new_beta == pytest.approx(4.0, rel=0.1)
