@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .sorting import stable_sort
+
 
 def uniform_edges(n_bins):
     """Edges ``k / n_bins``, each the double nearest to the fraction.
@@ -61,8 +63,8 @@ def quantile_edges(s, w, n_bins, *, unit_weight=False):
     s, w = s[keep], w[keep]
     if w.min() == w.max():
         return percentile_edges(s, q)
-    order = np.argsort(s, kind="stable")
-    s, w = s[order], relative_weights(w[order])
+    order, s = stable_sort(s)
+    w = relative_weights(w[order])
     mid = np.cumsum(w) - 0.5 * w
     span = mid[-1] - mid[0]
     if not span > 0:

@@ -12,6 +12,7 @@ import numpy as np
 from scipy import special, stats
 
 from .binning import assign_bins, quantile_edges
+from .sorting import stable_sort
 
 __all__ = [
     "brownian_max_abs_sf",
@@ -93,8 +94,8 @@ def cumulative_differences(y, s, w):
     Returns ``(ks, kuiper)``; both 0 when ``sigma = 0`` and the walk is flat,
     infinite when ``sigma = 0`` and it is not.
     """
-    order = np.argsort(s, kind="stable")
-    ss, r = s[order], (w * (y - s))[order]
+    order, ss = stable_sort(s)
+    r = (w * (y - s))[order]
     total = float(np.sum(w))
     ends = np.flatnonzero(np.r_[ss[1:] != ss[:-1], True])
     c = np.r_[0.0, np.cumsum(r)[ends]] / total

@@ -21,6 +21,7 @@ import numpy as np
 from scipy import special
 
 from .binning import positive_weight_rows
+from .sorting import stable_sort
 
 __all__ = ["brier_terms", "corp", "log_loss_terms", "pav"]
 
@@ -32,8 +33,8 @@ def pav(x, y, w):
     blocks violating the order are merged. Returns the fitted value of every
     row, in the input order. ``O(n log n)`` (the sort).
     """
-    order = np.argsort(x, kind="stable")
-    xs, ys, ws = x[order], y[order], w[order]
+    order, xs = stable_sort(x)
+    ys, ws = y[order], w[order]
     starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
     bw = np.add.reduceat(ws, starts)
     bsum = np.add.reduceat(ws * ys, starts)

@@ -26,6 +26,7 @@ from .grid import (
     reflected_smooth,
 )
 from .smece import statistics
+from .sorting import stable_sort
 
 __all__ = [
     "BANDWIDTH_RULES",
@@ -66,9 +67,9 @@ def bandwidth_rule(x, w, rule="silverman", *, mass=None):
     if rule == "scott":
         return 1.06 * sd * factor
     if mass is None:
-        order = np.argsort(x, kind="stable")
-        cw = np.cumsum(w[order])
-        q25, q75 = np.interp([0.25 * W, 0.75 * W], cw - 0.5 * w[order], x[order])
+        order, xs = stable_sort(x)
+        ws = w[order]
+        q25, q75 = np.interp([0.25 * W, 0.75 * W], np.cumsum(ws) - 0.5 * ws, xs)
     else:
         q25, q75 = _node_quantiles(mass, [0.25, 0.75])
     iqr = (q75 - q25) / 1.349

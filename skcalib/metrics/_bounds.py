@@ -15,6 +15,7 @@ from .._backend.certificate import (
 from .._backend.distributed import any_dask
 from .._backend.progress import Progress
 from .._backend.score_grid import discretisation_term
+from .._backend.sorting import stable_sort
 from .._backend.tv import fit_label_steps, steps_extension, tie_averaged_steps
 from .._backend.window import (
     NW_HALF_WIDTHS,
@@ -441,8 +442,7 @@ def calibration_error_bound(
     # subsequence of the sorted sample, so it is sorted too, and ties keep an
     # order that does not depend on the labels. Only the sorted copies are
     # used from here on; each original goes as soon as it is copied.
-    order = np.argsort(s, kind="stable")
-    s_sorted = s[order]
+    order, s_sorted = stable_sort(s)
     del s
     y_sorted = y[order]
     del y
