@@ -288,6 +288,47 @@ def test_both_csv_readers_agree_on_numbers_and_messages(tmp_path):
     assert "line 3" in results["csv"][1][0] and "line 4" in results["csv"][1][1]
 
 
+@pytest.mark.parametrize("labels", [["no", "yes"], ["0", "1"], ["a", "b", "c"]])
+def test_both_csv_readers_parse_cells_alike(tmp_path, monkeypatch, labels):
+    """The pyarrow reader parses numbers and maps labels without float() or a
+    dict lookup per cell; it must give the csv module's arrays bit for bit,
+    including on cells only float() accepts (their column takes float())."""
+    from skcalib.cli import _read, read_predictions
+
+    rng = np.random.default_rng(len(labels))
+    n, k = 4000, len(labels)
+    P = rng.dirichlet(np.ones(k), size=n)
+    y = np.array(labels)[rng.integers(0, k, size=n)]
+    cells = np.array([[repr(float(v)) for v in row] for row in P], dtype=object)
+    # Spellings both parsers accept; then, in the last column, ones only
+    # float() accepts.
+    cells[:6, 0] = ["5.E-1", "+.25", "1e-3", "0", "1", "0.1250"]
+    cells[6:9, -1] = ["0.2_5", "\u0660.5", "1_0e-1"]
+    lines = ["y," + ",".join(f"p_{c}" for c in labels)]
+    lines += [f"{a}," + ",".join(row) for a, row in zip(y, cells, strict=True)]
+    f = tmp_path / "p.csv"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    parsed = []
+    arrow_floats = _read._arrow_floats
+    monkeypatch.setattr(
+        _read, "_arrow_floats", lambda v: parsed.append(arrow_floats(v)) or parsed[-1]
+    )
+    got = {}
+    for reader in READERS:
+        if reader == "csv":
+            monkeypatch.setattr(_read, "_pyarrow", lambda *a, **kw: None)
+        yy, proba, _, info = read_predictions(f, y_true="y")
+        assert info["reader"] == ("pyarrow" if reader == "pyarrow" else "python")
+        got[reader] = (yy, proba)
+    # pyarrow parsed the first columns and refused the last.
+    assert [v is None for v in parsed] == [False] * (k - 1) + [True]
+    np.testing.assert_array_equal(got["pyarrow"][0], got["csv"][0])
+    np.testing.assert_array_equal(got["pyarrow"][1], got["csv"][1])
+    expected = np.array([[float(c) for c in row] for row in cells])
+    np.testing.assert_array_equal(got["pyarrow"][1], expected)
+    assert got["pyarrow"][0].astype(str).tolist() == y.tolist()
+
+
 def test_parquet_refuses_old_pyarrow(tmp_path):
     stub = tmp_path / "stub-old" / "pyarrow"
     stub.mkdir(parents=True)

@@ -20,6 +20,7 @@ import gzip
 import io
 import os
 import stat
+import sys
 import zipfile
 import zlib
 from pathlib import Path
@@ -181,8 +182,10 @@ class _Table:
 
     ``chunks(names)`` yields ``(start, lines, columns)``: the index of the
     chunk's first data row, the line number of each row (CSV read by the csv
-    module) or ``None``, and ``{name: array}`` (object arrays of stripped
-    strings for CSV).
+    module) or ``None``, and ``{name: array}`` (stripped strings for CSV:
+    object arrays, or pyarrow string arrays from the pyarrow reader, which
+    :func:`_floats` and :func:`_label_keys` convert without a Python object
+    per cell).
     """
 
     kind = None
@@ -424,9 +427,40 @@ def _arrow_columns(names, pending, pa, pool):
     out = {}
     for j, name in enumerate(names):
         parts = [p[j] for p in pending]
-        col = pa.concat_arrays(parts, memory_pool=pool) if len(parts) > 1 else parts[0]
-        out[name] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+        out[name] = (
+            pa.concat_arrays(parts, memory_pool=pool) if len(parts) > 1 else parts[0]
+        )
     return out
+
+
+def _is_arrow(values):
+    """Whether ``values`` is a pyarrow array (pyarrow is never imported here:
+    an array of it exists only if the reader imported it)."""
+    pa = sys.modules.get("pyarrow")
+    return pa is not None and isinstance(values, pa.Array)
+
+
+def _as_objects(values):
+    """A pyarrow string array as an object array of ``str``; others as is."""
+    if _is_arrow(values):
+        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+    return values
+
+
+def _arrow_floats(values):
+    """Parse a pyarrow string array as float64, or ``None`` if any cell is
+    not a number to pyarrow. Where pyarrow parses a cell, it gives the
+    correctly rounded double, as ``float()`` does; cells it refuses
+    (``float()`` accepts a few more spellings, such as ``"1_0"``) go
+    through ``float()`` with the line of a bad one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        parsed = pc.cast(values, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return parsed.to_numpy(zero_copy_only=False)
 
 
 def _object_array(values):
@@ -799,7 +833,8 @@ def _first_bad_number(values):
 
 def _floats(table, values, name, lines, start):
     """A chunk of a numeric column as float64, with the line of a bad cell."""
-    values = np.asarray(values)
+    out = _arrow_floats(values) if _is_arrow(values) else None
+    values = np.asarray(_as_objects(values)) if out is None else out
     if values.dtype.kind in "biuf":
         out = values.astype(np.float64)
     else:
@@ -831,7 +866,18 @@ def _floats(table, values, name, lines, start):
 
 
 def _label_keys(table, values, name, lines, start):
-    """A chunk of labels as hashable keys (stripped strings or numbers)."""
+    """A chunk of labels as hashable keys (stripped strings or numbers); a
+    pyarrow string array stays one (see :func:`_distinct_keys`)."""
+    if _is_arrow(values):
+        import pyarrow.compute as pc
+
+        if len(values) and pc.any(pc.equal(values, "")).as_py():
+            i = int(np.flatnonzero(pc.equal(values, "").to_numpy(False))[0])
+            at = table.where(lines, start, i)
+            raise InputError(
+                f"{table.path}, {at}: the label column {name!r} has an empty cell."
+            )
+        return values, True
     values = np.asarray(values)
     if values.ndim != 1:
         raise InputError(f"the label column {name!r} must be 1-D.")
@@ -856,7 +902,17 @@ def _label_keys(table, values, name, lines, start):
     return values, False
 
 
+def _distinct_keys(keys):
+    """The set of the keys of a chunk of labels."""
+    if _is_arrow(keys):
+        import pyarrow.compute as pc
+
+        return set(pc.unique(keys).to_pylist())
+    return set(keys.tolist())
+
+
 def _check_index(table, values, lines, start):
+    values = _as_objects(values)
     expected = np.arange(start, start + len(values)).astype(str).astype(object)
     bad = values != expected
     if bad.any():
@@ -927,6 +983,17 @@ class Predictions:
         }
 
     def _codes(self, keys, text):
+        if _is_arrow(keys):
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            known = list(self._code)
+            at = pc.index_in(keys, value_set=pa.array(known, type=keys.type))
+            if at.null_count:  # pragma: no cover - the file changed
+                keys = _as_objects(keys)
+            else:
+                table = np.array([self._code[k] for k in known], dtype=np.int64)
+                return table[at.to_numpy(zero_copy_only=False)]
         if text:
             code = self._code
             try:
@@ -1005,10 +1072,11 @@ def _scan_labels(table, label_col, weight_col):
         for start, lines, cols in table.chunks(names):
             keys, text = _label_keys(table, cols[label_col], label_col, lines, start)
             state["text"] = text
-            new = set(keys.tolist()) - state["keys"]
+            new = _distinct_keys(keys) - state["keys"]
             long = [k for k in new if isinstance(k, str) and len(k) > MAX_LABEL_CHARS]
             if long:
-                at = table.where(lines, start, keys.tolist().index(long[0]))
+                i = _as_objects(keys).tolist().index(long[0])
+                at = table.where(lines, start, i)
                 raise InputError(
                     f"{table.path}, {at}: a label in column {label_col!r} is longer "
                     f"than {MAX_LABEL_CHARS} characters."
