@@ -217,6 +217,51 @@ def test_consistency_statistics_are_the_library_metrics(kind):
     )
 
 
+@pytest.mark.parametrize("kind", ["uniform", "ties", "ends"])
+def test_hosmer_lemeshow_of_fixed_groups_by_hand(kind):
+    # The consistency test evaluates C-hat on every resample with the groups,
+    # N_g and E_g of the fixed scores computed once; each value must be the
+    # by-hand sum over the groups, infinite terms included (scores at 0 or 1
+    # whose labels disagree).
+    from skcalib._backend.binning import assign_bins, quantile_edges
+    from skcalib._backend.calibration_tests import (
+        HosmerLemeshowGroups,
+        hosmer_lemeshow,
+    )
+
+    y, p = _problem(800, 21, kind=kind, calibrated=False)
+    w = np.random.default_rng(22).uniform(0.2, 3.0, y.size)
+    groups = HosmerLemeshowGroups(p, w, 10)
+    b = assign_bins(p, quantile_edges(p, w, 10))
+    rng = np.random.default_rng(23)
+    labels = [y, *(rng.uniform(size=(30, y.size)) < p), 1.0 - (p > 0.5)]
+    for yy in labels:
+        yy = np.asarray(yy, dtype=float)
+        want = 0.0
+        for g in np.unique(b):
+            inside = b == g
+            o = np.sum(w[inside] * yy[inside])
+            e = np.sum(w[inside] * p[inside])
+            var = e * (1 - e / np.sum(w[inside]))
+            if var > 0:
+                want += (o - e) ** 2 / var
+            elif o != e:
+                want = np.inf
+        got = groups(yy)
+        assert got == pytest.approx(want, rel=1e-12) or got == want == np.inf
+    c, _, dof = hosmer_lemeshow(y, p, w, 10)
+    assert c == groups(y) and dof == groups.n_groups == len(np.unique(b))
+    res = calibration_test(
+        y,
+        p,
+        statistic="hosmer-lemeshow",
+        sample_weight=w,
+        n_resamples=9,
+        random_state=0,
+    )
+    assert res.statistic == c
+
+
 def test_smooth_ece_exceedance_matches_the_metric():
     # A resample reaches T exactly when the SmoothECE of its labels does:
     # the shortcut (one smoothing at bandwidth T) against smooth_ece itself.

@@ -18,6 +18,7 @@ __all__ = [
     "brownian_max_abs_sf",
     "brownian_range_sf",
     "cumulative_differences",
+    "HosmerLemeshowGroups",
     "hosmer_lemeshow",
     "SKCEKernel",
     "skce_linear",
@@ -58,23 +59,37 @@ def hosmer_lemeshow(y, s, w, n_bins, df_offset=0):
 
     Returns ``(statistic, pvalue, dof)``.
     """
-    edges = quantile_edges(s, w, n_bins)
-    b = assign_bins(s, edges)
-    n_g = np.bincount(b, weights=w, minlength=n_bins)
-    o_g = np.bincount(b, weights=w * y, minlength=n_bins)
-    e_g = np.bincount(b, weights=w * s, minlength=n_bins)
-    keep = n_g > 0
-    n_g, o_g, e_g = n_g[keep], o_g[keep], e_g[keep]
-    var = e_g * (1.0 - e_g / n_g)
-    diff2 = (o_g - e_g) ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(var > 0, diff2 / np.where(var > 0, var, 1.0), 0.0)
-    terms = np.where((var <= 0) & (diff2 > 0), np.inf, terms)
-    stat = float(terms.sum())
-    dof = int(keep.sum()) - df_offset
+    groups = HosmerLemeshowGroups(s, w, n_bins)
+    stat = groups(y)
+    dof = groups.n_groups - df_offset
     if dof < 1:
         return stat, float("nan"), dof
     return stat, float(stats.chi2.sf(stat, dof)), dof
+
+
+class HosmerLemeshowGroups:
+    """The Hosmer-Lemeshow ``C``-hat of fixed scores as a function of the
+    labels: the groups, ``N_g``, ``E_g`` and the variances are computed once
+    (a consistency test evaluates it on every resample)."""
+
+    def __init__(self, s, w, n_bins):
+        self.w, self.n_bins = w, n_bins
+        self.bins = assign_bins(s, quantile_edges(s, w, n_bins))
+        n_g = np.bincount(self.bins, weights=w, minlength=n_bins)
+        e_g = np.bincount(self.bins, weights=w * s, minlength=n_bins)
+        self.keep = n_g > 0
+        self.n_groups = int(self.keep.sum())
+        n_g, self.e_g = n_g[self.keep], e_g[self.keep]
+        self.var = self.e_g * (1.0 - self.e_g / n_g)
+        self.positive = self.var > 0
+        self.safe_var = np.where(self.positive, self.var, 1.0)
+
+    def __call__(self, y):
+        o_g = np.bincount(self.bins, weights=self.w * y, minlength=self.n_bins)
+        diff2 = (o_g[self.keep] - self.e_g) ** 2
+        terms = np.where(self.positive, diff2 / self.safe_var, 0.0)
+        terms = np.where(~self.positive & (diff2 > 0), np.inf, terms)
+        return float(terms.sum())
 
 
 def cumulative_differences(y, s, w):

@@ -105,13 +105,6 @@ def _abs_z(y, s, w):
     return abs(_ct.spiegelhalter(y, s, w)[0])
 
 
-def _hl(n_bins):
-    def stat(y, s, w):
-        return _ct.hosmer_lemeshow(y, s, w, n_bins)[0]
-
-    return stat
-
-
 def _ks(y, s, w):
     return _ct.cumulative_differences(y, s, w)[0]
 
@@ -135,10 +128,12 @@ def _task_statistic(statistic, s, w, n_bins, bandwidth):
     funcs = {
         "brier": _brier,
         "spiegelhalter": _abs_z,
-        "hosmer-lemeshow": _hl(n_bins),
         "ks": _ks,
         "kuiper": _kuiper,
     }
+    if statistic == "hosmer-lemeshow":
+        # labels only: the groups are those of the fixed scores
+        return _ct.HosmerLemeshowGroups(s, w, n_bins)
     if statistic == "skce":
         # labels only: the kernel matrix is shared by the observed value and
         # every resample
