@@ -55,6 +55,9 @@ _COMPILED_NOISE_BLOCK = 1 << 18
 _SECH_MIN_BLOCKS_PER_THREAD = 2
 _SECH_MAX_THREADS = 4
 _SECH_REJECTION_ROUNDS = 4
+# Above one rejected row in this many, the compiled loop collects them
+# without a branch.
+_DENSE_REJECTIONS = 64
 # Smaller inputs are not worth importing numba for, or a background thread.
 _COMPILED_MIN_SIZE = 1 << 16
 # Below this size (or above this scale) the inverse cdf is used directly.
@@ -530,11 +533,8 @@ def _add_noise(centre, noise, out, complement, grid, check_sum=None):
     """
     n = centre.shape[0]
     loops = _sech_loops(n)
-    # Only when the draws replace the centres must the centres be kept aside
-    # for the redraw of rejected rows.
-    in_place = _overlaps(out, centre)
     tasks = [
-        (centre, noise, out, complement, grid, loops, start, stop, in_place, check_sum)
+        (centre, noise, out, complement, grid, loops, start, stop, check_sum)
         for start, stop in _block_groups(n, _sech_threads())
     ]
     rows, centres, n_off = [], [], 0
@@ -548,20 +548,22 @@ def _add_noise(centre, noise, out, complement, grid, check_sum=None):
 
 
 def _add_noise_blocks(
-    centre, noise, out, complement, grid, loops, start, stop, in_place, check_sum
+    centre, noise, out, complement, grid, loops, start, stop, check_sum
 ):
     """:func:`_add_noise` on rows ``start:stop``: lists of rows and centres,
     and the number of blocks failing ``check_sum``."""
     scratch = _sech_scratch()
     rows, centres, n_off = [], [], 0
     other, low, high = (None, 0.0, 0.0) if check_sum is None else check_sum
+    # Rejections are rare around most models; a block with many of them
+    # (a confident model, see _finish) makes the next one expect many too.
+    dense = False
     for first in range(start, stop, _SECH_BLOCK):
         block = slice(first, min(first + _SECH_BLOCK, stop))
         c, d, x = centre[block], out[block], noise[block]
         e = None if complement is None else complement[block]
         o = None if other is None else other[block]
         m = d.shape[0]
-        kept, flags = scratch.saved[:m], scratch.bad[:m]
         if loops is None:
             if o is not None:
                 n_off += _check_sums(c, o, low, high, scratch.sums[:m], fail=False)
@@ -572,6 +574,7 @@ def _add_noise_blocks(
             s += x
             lo, hi = s.min(), s.max()
             if not (lo >= 0.0 and hi <= 1.0):
+                flags = scratch.bad[:m]
                 np.logical_not((s >= 0.0) & (s <= 1.0), out=flags)
                 bad = np.flatnonzero(flags)
                 # Read before ``out``, which may be ``centre``, is written.
@@ -589,18 +592,16 @@ def _add_noise_blocks(
             if e is not None:
                 np.subtract(1.0, d, out=e)
             continue
-        saved = kept if in_place else None
-        if not c.flags.c_contiguous:
-            # The compiled loop is only vectorised on contiguous input.
-            np.copyto(kept, c)
-            c, saved = kept, None
-        n_bad, block_off = loops[2](x, c, d, e, saved, flags, grid, o, low, high)
+        # Strided centres (a column of a probability matrix) are read in
+        # place: the loop is bound by memory, not by arithmetic.
+        n_bad, block_off = loops[2](
+            x, c, d, e, scratch.rows, scratch.saved, first, grid, o, low, high, dense
+        )
+        dense = n_bad > m // _DENSE_REJECTIONS
         n_off += block_off > 0
         if n_bad:
-            rows.append(np.empty(n_bad, dtype=np.intp))
-            centres.append(np.empty(n_bad))
-            source = c if saved is None else saved
-            loops[6](flags, source, first, rows[-1], centres[-1])
+            rows.append(scratch.rows[:n_bad].copy())
+            centres.append(scratch.saved[:n_bad].copy())
     return rows, centres, n_off
 
 
@@ -739,6 +740,8 @@ class _SechScratch:
 
     def __init__(self, size):
         self.bits = np.empty(size, dtype=np.int64)
+        # Rows (and their centres) rejected by the compiled loop.
+        self.rows = np.empty(size, dtype=np.intp)
         self.saved = np.empty(size)
         self.draws = np.empty(size)
         self.bad = np.empty(size, dtype=bool)
