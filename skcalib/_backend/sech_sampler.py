@@ -625,23 +625,28 @@ def _sech_redraw(centres, h, rng, proposals, out, complement, rows, grid):
     in place, and written once at the end.
     """
     loops = _sech_loops(out.shape[0])
-    accept = _accept_passes if loops is None else loops[4]
     cc = np.clip(centres, 0.0, 1.0, out=centres)
     pending = np.arange(rows.shape[0])
     values = np.empty(rows.shape[0])
     k = rows.shape[0]
+    # The numpy passes round every value once, at the end (a pass per round
+    # otherwise); the compiled loop rounds as it goes, at no cost.
+    accept = _accept_passes if loops is None else loops[4]
+    round_each = grid and loops is not None
     for _ in range(_SECH_REJECTION_ROUNDS):
         if k == 0:
             break
-        k = accept(cc[:k], proposals.take(k), pending[:k], values, grid)
+        k = accept(cc[:k], proposals.take(k), pending[:k], values, round_each)
     proposals.release()
     if k:
         x = sech_ppf(rng.random(size=k), cc[:k], h)
-        values[pending[:k]] = round_to_grid(x, out=x) if grid else x
+        values[pending[:k]] = round_to_grid(x, out=x) if round_each else x
     if loops is None:
+        if grid:
+            round_to_grid(values, out=values)
         out[rows] = values
         if complement is not None:
-            complement[rows] = 1.0 - values
+            complement[rows] = np.subtract(1.0, values, out=values)
     else:
         loops[5](rows, values, out, complement)
 
@@ -655,16 +660,18 @@ def _accept_passes(cc, noise, pending, values, grid):
     rejected rows are moved, in order, to the front of ``pending`` and
     ``cc``. Returns their number.
     """
-    s = cc + noise
-    inside = (s >= 0.0) & (s <= 1.0)
-    outside = np.logical_not(inside, out=inside)
+    s = np.add(cc, noise)
+    outside = s >= 0.0
+    np.logical_and(outside, s <= 1.0, out=outside)
+    np.logical_not(outside, out=outside)
     if grid:
         round_to_grid(s, out=s)
     values[pending] = s
-    still = pending[outside]
+    # Positions, then gathers: cheaper than two boolean selections.
+    still = np.flatnonzero(outside)
     k = still.shape[0]
-    pending[:k] = still
-    cc[:k] = cc[outside]
+    pending[:k] = pending[still]
+    cc[:k] = cc[still]
     return k
 
 
