@@ -667,3 +667,18 @@ def test_philox_reads_its_stream_in_order(monkeypatch):
     np.testing.assert_array_equal(runs[0][1], ref.random_raw(2))
     np.testing.assert_array_equal(runs[1][0], runs[0][0])
     np.testing.assert_array_equal(runs[1][1], runs[0][1])
+
+
+def test_flagged_rows_are_those_of_flatnonzero():
+    # Rejected rows are found in flags padded with set entries when they are
+    # a few per cent (numpy's branchy scan is slow there): the same indices
+    # as flatnonzero, whatever the share and the length of the block.
+    rng = np.random.default_rng(0)
+    block = sech_sampler._SECH_BLOCK
+    flags = np.empty(block + sech_sampler._FLAG_PADDING, dtype=bool)
+    for m in (1, 31, 1000, block - 3, block):
+        for share in (0.0, 0.01, 0.05, 0.0999, 0.5, 1.0):
+            flags[:m] = rng.uniform(size=m) < share
+            flags[m:] = rng.uniform(size=flags.size - m) < 0.5  # left over
+            expected = np.flatnonzero(flags[:m])
+            np.testing.assert_array_equal(sech_sampler._flagged(flags, m), expected)
