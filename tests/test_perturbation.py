@@ -24,6 +24,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skcalib import PerturbedClassifier, perturb_proba, select_perturbation_scale
 from skcalib._backend import perturbation as backend
 from skcalib._backend import sech_sampler
+from skcalib._backend.kernels import sech_ppf
 from skcalib._backend.score_grid import off_grid
 from skcalib._backend.sech_compiled import HAVE_NUMBA
 from skcalib.metrics import get_scorer, get_scorer_names
@@ -492,6 +493,110 @@ def test_noise_drawn_during_prediction_gives_sequential_draws(n_classes):
     assert_array_equal(proba, expected)
     assert gen.random() == ref.random()
     assert_array_equal(P, P0)  # held by the caller: not overwritten
+
+
+# ---------------------------------------------------------------------------
+# The output is that of the sampler written out plainly
+# ---------------------------------------------------------------------------
+
+
+def _plain_noise(words, h):
+    # Bit 63 of each 64-bit word is the sign, bits 0-62 give m; the noise is
+    # ±h ln tan(m π / 2**65), the numpy functions applied one after the other.
+    words = np.asarray(words, dtype=np.uint64)
+    m = (words & np.uint64(2**63 - 1)).astype(np.float64)
+    with np.errstate(divide="ignore"):
+        mag = np.log(np.tan(m * (np.pi / 2.0**65)))
+    return np.where(words >> np.uint64(63) == 1, -mag, mag) * h
+
+
+def _plain_draws(s0, h, rng):
+    """Unrounded draws around ``s0``, one step at a time: one word of ``rng``
+    per row for the first proposals; the rows outside [0, 1] take, in row
+    order, the words that follow, for four rounds; the rest the inverse cdf
+    (the documented closed form ``sech_ppf``, one ``random()`` per row)."""
+    cc = np.clip(s0, 0.0, 1.0)
+    draws = cc + _plain_noise(rng.bit_generator.random_raw(s0.size), h)
+    todo = np.flatnonzero(~((draws >= 0.0) & (draws <= 1.0)))
+    for _ in range(4):
+        y = cc[todo] + _plain_noise(rng.bit_generator.random_raw(todo.size), h)
+        ok = (y >= 0.0) & (y <= 1.0)
+        draws[todo[ok]] = y[ok]
+        todo = todo[~ok]
+    draws[todo] = sech_ppf(rng.random(size=todo.size), cc[todo], h)
+    return draws
+
+
+def _plain_grid(x):
+    return np.rint(x * 2.0**24) / 2.0**24
+
+
+def _plain_perturbation(P, h, rng):
+    """The perturbed probabilities of ``P`` (n, K), written out plainly."""
+    n, k = P.shape
+    if k == 2:
+        s = _plain_grid(_plain_draws(P[:, 1], h, rng))
+        return np.column_stack([1.0 - s, s])
+    # The top-label confidence, mapped from [1/K, 1] onto [0, 1], with the
+    # scale stretched alike; the confidence is rounded, then kept above 1/K.
+    low = 1.0 / k
+    conf = P[np.arange(n), P.argmax(axis=1)]
+    t0 = np.clip((conf - low) / (1.0 - low), 0.0, 1.0)
+    t = _plain_draws(t0, h / (1.0 - low), rng)
+    new_conf = np.maximum(_plain_grid(low + (1.0 - low) * t), (2**24 // k + 1) / 2**24)
+    return _share_out_the_rest(P, new_conf)
+
+
+def _perturbation_inputs(kind, n, seed):
+    rng = np.random.default_rng(100 + seed)
+    if kind in ("binary", "confident", "binary, columns apart"):
+        spread = 1.0 if kind == "binary" else 3.0
+        s = 1.0 / (1.0 + np.exp(-spread * rng.standard_normal(n)))
+        s[rng.uniform(size=n) < 0.02] = 1.0
+        s[rng.uniform(size=n) < 0.02] = 0.0
+        s[rng.uniform(size=n) < 0.01] = 2.0**-25  # between grid point and edge
+        P = np.column_stack([1.0 - s, s])
+        # A base model's output stored column by column.
+        return np.asfortranarray(P) if kind == "binary, columns apart" else P
+    k = int(kind.split()[0])
+    P = rng.dirichlet(np.full(k, 0.2), size=n)  # confident
+    P[: n // 10] = np.eye(k)[rng.integers(0, k, n // 10)]
+    P[n // 10 : n // 10 + 50] = 1.0 / k
+    return P
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize(
+    "kind", ["binary", "confident", "binary, columns apart", "3 classes", "5 classes"]
+)
+def test_predict_proba_is_the_plain_sampler(monkeypatch, compiled, kind):
+    # Bit for bit the sampler written out plainly above, on several seeds and
+    # sizes (small inputs drawn at once, large ones in the background with
+    # the proposals of the redraw computed ahead), with the compiled loops or
+    # numpy passes; the generator is left where the plain sampler leaves it.
+    if compiled and not HAVE_NUMBA:
+        pytest.skip("needs numba")
+    if not compiled:
+        monkeypatch.setattr(sech_sampler, "_sech_loops", lambda n: None)
+    cases = [(0, 3 * 2**16 + 7, 2.0**-6), (1, 2**17, 2.0**-4), (7, 999, 2.0**-6)]
+    if "classes" in kind:
+        # The rule of the other classes is written out row by row: slow.
+        cases = [(0, 2**16 + 7, 2.0**-6), (7, 999, 2.0**-4)]
+    for seed, n, h in cases:
+        P = _perturbation_inputs(kind, n, seed)
+        P0 = P.copy()
+        expected_rng = np.random.default_rng(seed)
+        expected = _plain_perturbation(P, h, expected_rng)
+        gen = np.random.default_rng(seed)
+        clf = PerturbedClassifier(_frozen(ProbaColumns(), P), scale=h, random_state=gen)
+        proba = clf.fit(P, np.arange(n) % 2).predict_proba(P)
+        assert_array_equal(proba, expected)
+        assert gen.bit_generator.state == expected_rng.bit_generator.state
+        assert_array_equal(P, P0)
+        # An int seed and the public function give the same draws.
+        clf.set_params(random_state=seed)
+        assert_array_equal(clf.predict_proba(P), expected)
+        assert_array_equal(perturb_proba(P, scale=h, random_state=seed), expected)
 
 
 # ---------------------------------------------------------------------------

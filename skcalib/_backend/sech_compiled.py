@@ -34,22 +34,26 @@ def _sign_and_scale(x, bits, h):
         x[i] = x[i] * np.float64(1 - 2 * ((bits[i] >> 63) & 1)) * h
 
 
-def _finish(noise, centre, out, complement, saved, bad, grid, other, low, high):
+def _finish(
+    noise, centre, out, complement, rows, centres, first, grid, other, low, high, dense
+):
     # ``out = clip(centre) + noise``, the clip keeping NaN like numpy's, then
     # rounded to the grid as ``score_grid.round_to_grid`` does (multiply,
     # rint, multiply: each exact or correctly rounded, as in numpy).
-    # Returns the number of draws outside [0, 1] (NaN included), flagged in
-    # ``bad`` (unconditional stores keep the loop vectorised), and the number
-    # of rows whose ``centre + other`` is outside [low, high] or NaN (0
-    # without ``other``). ``saved`` (or None, when ``out`` is not ``centre``)
-    # keeps every centre, for the redraw of the rejected rows. ``noise`` may
-    # be ``out``.
+    # The rows whose draw is outside [0, 1] (NaN included), offset by
+    # ``first``, and their centres are appended to ``rows`` and ``centres``
+    # in the same pass: behind a branch when they are rare, by unconditional
+    # stores that only advance on a rejection when they are ``dense`` (a
+    # mispredicted branch costs more than the stores, which stay in the
+    # cache). Returns their number and the number of rows whose ``centre +
+    # other`` is outside [low, high] or NaN (0 without ``other``). ``centre``
+    # and ``other`` may be strided (the columns of a probability matrix);
+    # ``out`` may be ``centre`` or ``noise``: each row is read before it is
+    # written.
     n_bad = 0
     n_off = 0
     for i in range(noise.shape[0]):
         c = centre[i]
-        if saved is not None:
-            saved[i] = c
         if other is not None:
             t = other[i] + c
             n_off += not ((t >= low) & (t <= high))
@@ -57,13 +61,19 @@ def _finish(noise, centre, out, complement, saved, bad, grid, other, low, high):
         cc = 1.0 if c > 1.0 else cc
         s = cc + noise[i]
         outside = not ((s >= 0.0) & (s <= 1.0))
+        if dense:
+            rows[n_bad] = first + i
+            centres[n_bad] = c
+            n_bad += outside
+        elif outside:
+            rows[n_bad] = first + i
+            centres[n_bad] = c
+            n_bad += 1
         if grid:
             s = np.rint(s * GRID_SCALE) * GRID_STEP
         out[i] = s
         if complement is not None:
             complement[i] = 1.0 - s
-        bad[i] = outside
-        n_bad += outside
     return n_bad, n_off
 
 
@@ -89,17 +99,6 @@ def _accept(cc, noise, pending, values, grid):
     return k
 
 
-def _rejected(bad, centre, first, rows, centres):
-    # The rows flagged in ``bad`` (offset by ``first``) and their centres, in
-    # order (``np.flatnonzero`` and a gather, in one pass).
-    k = 0
-    for i in range(bad.shape[0]):
-        if bad[i]:
-            rows[k] = first + i
-            centres[k] = centre[i]
-            k += 1
-
-
 def _scatter(rows, values, out, complement):
     # ``out[rows] = values`` and ``complement[rows] = 1 - values`` in one pass.
     for i in range(rows.shape[0]):
@@ -110,8 +109,8 @@ def _scatter(rows, values, out, complement):
 
 @functools.cache
 def compiled_loops():
-    """``(angles, sign_and_scale, finish, pcg64_angles, accept, scatter,
-    rejected)`` compiled with numba.
+    """``(angles, sign_and_scale, finish, pcg64_angles, accept, scatter)``
+    compiled with numba.
 
     None without numba. ``pcg64_angles`` draws numpy's PCG64 stream and the
     angles in one pass (see :mod:`skcalib._backend.pcg64_compiled`).
@@ -125,6 +124,6 @@ def compiled_loops():
     def jit(func):
         return numba.njit(cache=True, nogil=True, boundscheck=False)(func)
 
-    funcs = (_angles, _sign_and_scale, _finish, _accept, _scatter, _rejected)
-    angles, sign_and_scale, finish, accept, scatter, rejected = map(jit, funcs)
-    return angles, sign_and_scale, finish, pcg64_angles, accept, scatter, rejected
+    funcs = (_angles, _sign_and_scale, _finish, _accept, _scatter)
+    angles, sign_and_scale, finish, accept, scatter = map(jit, funcs)
+    return angles, sign_and_scale, finish, pcg64_angles, accept, scatter
