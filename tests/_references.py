@@ -40,3 +40,15 @@ def reflected_kde(at, s, h, lo=0.0, hi=1.0):
     u = (np.asarray(at, dtype=float) - lo) / span
     v = (np.asarray(s, dtype=float) - lo) / span
     return reflected_kernel(u, v, h / span).mean(axis=1) / span
+
+
+def sech_noise_of_words(words, h):
+    """The sech noise of 64-bit generator words, written out: bit 63 of each
+    word is the sign, bits 0-62 give ``m``, and the noise is
+    ``±h ln tan(m π / 2**65)``, the numpy functions applied one after the
+    other on contiguous arrays."""
+    words = np.asarray(words, dtype=np.uint64)
+    m = (words & np.uint64(2**63 - 1)).astype(np.float64)
+    with np.errstate(divide="ignore"):
+        mag = np.log(np.tan(m * (np.pi / 2.0**65)))
+    return np.where(words >> np.uint64(63) == 1, -mag, mag) * h

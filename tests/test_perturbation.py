@@ -5,6 +5,7 @@ import weakref
 
 import numpy as np
 import pytest
+from _references import sech_noise_of_words
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 from sklearn import config_context
@@ -500,26 +501,16 @@ def test_noise_drawn_during_prediction_gives_sequential_draws(n_classes):
 # ---------------------------------------------------------------------------
 
 
-def _plain_noise(words, h):
-    # Bit 63 of each 64-bit word is the sign, bits 0-62 give m; the noise is
-    # ±h ln tan(m π / 2**65), the numpy functions applied one after the other.
-    words = np.asarray(words, dtype=np.uint64)
-    m = (words & np.uint64(2**63 - 1)).astype(np.float64)
-    with np.errstate(divide="ignore"):
-        mag = np.log(np.tan(m * (np.pi / 2.0**65)))
-    return np.where(words >> np.uint64(63) == 1, -mag, mag) * h
-
-
 def _plain_draws(s0, h, rng):
     """Unrounded draws around ``s0``, one step at a time: one word of ``rng``
     per row for the first proposals; the rows outside [0, 1] take, in row
     order, the words that follow, for four rounds; the rest the inverse cdf
     (the documented closed form ``sech_ppf``, one ``random()`` per row)."""
     cc = np.clip(s0, 0.0, 1.0)
-    draws = cc + _plain_noise(rng.bit_generator.random_raw(s0.size), h)
+    draws = cc + sech_noise_of_words(rng.bit_generator.random_raw(s0.size), h)
     todo = np.flatnonzero(~((draws >= 0.0) & (draws <= 1.0)))
     for _ in range(4):
-        y = cc[todo] + _plain_noise(rng.bit_generator.random_raw(todo.size), h)
+        y = cc[todo] + sech_noise_of_words(rng.bit_generator.random_raw(todo.size), h)
         ok = (y >= 0.0) & (y <= 1.0)
         draws[todo[ok]] = y[ok]
         todo = todo[~ok]

@@ -4,6 +4,7 @@ import multiprocessing
 
 import numpy as np
 import pytest
+from _references import sech_noise_of_words
 from scipy import integrate, stats
 
 from skcalib._backend import sech_sampler
@@ -540,16 +541,6 @@ def test_numpy_passes_round_to_the_grid_like_rint():
 # ---------------------------------------------------------------------------
 
 
-def _noise_of_words(words, h):
-    # Written out here: bit 63 of each word is the sign, bits 0-62 give m and
-    # the noise is ±h ln tan(m π / 2**65) (contiguous arrays, as the sampler's).
-    words = np.asarray(words, dtype=np.uint64)
-    m = (words & np.uint64(2**63 - 1)).astype(np.float64)
-    with np.errstate(divide="ignore"):
-        mag = np.log(np.tan(m * (np.pi / 2.0**65)))
-    return np.where(words >> np.uint64(63) == 1, -mag, mag) * h
-
-
 def _sequential_sampler(s0, h, rng, grid=True, first_words=None):
     """The sampler step by step, one round at a time: the first ``n`` words
     give the first proposals; the rows outside [0, 1] are redrawn, in row
@@ -560,12 +551,12 @@ def _sequential_sampler(s0, h, rng, grid=True, first_words=None):
     if first_words is None:
         first_words = rng.bit_generator.random_raw(s0.size)
     cc = np.clip(s0, 0.0, 1.0)
-    draws = cc + _noise_of_words(first_words, h)
+    draws = cc + sech_noise_of_words(first_words, h)
     todo = np.flatnonzero(~((draws >= 0.0) & (draws <= 1.0)))
     sizes = []
     for _ in range(4):
         sizes.append(todo.size)
-        y = cc[todo] + _noise_of_words(rng.bit_generator.random_raw(todo.size), h)
+        y = cc[todo] + sech_noise_of_words(rng.bit_generator.random_raw(todo.size), h)
         ok = (y >= 0.0) & (y <= 1.0)
         draws[todo[ok]] = y[ok]
         todo = todo[~ok]
@@ -662,7 +653,7 @@ def test_philox_reads_its_stream_in_order(monkeypatch):
         runs.append((noise, gen.bit_generator.random_raw(2)))
     ref = np.random.Philox(4)
     np.testing.assert_array_equal(
-        runs[0][0], _noise_of_words(ref.random_raw(n), 2.0**-6)
+        runs[0][0], sech_noise_of_words(ref.random_raw(n), 2.0**-6)
     )
     np.testing.assert_array_equal(runs[0][1], ref.random_raw(2))
     np.testing.assert_array_equal(runs[1][0], runs[0][0])
