@@ -177,9 +177,14 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
     step = max(1, u.shape[0] // 2**16)
     keep = w[::step] > 0
     u, w = u[::step][keep], w[::step][keep]
-    order = np.argsort(u, kind="stable")
-    u, cum = u[order], np.cumsum(w[order])
-    nodes = np.unique(u)
+    if w.shape[0] and np.all(w == w[0]):
+        # Equal weights: their cumulative sums do not depend on the order,
+        # and sorting the values alone is many times faster.
+        u, cum = np.sort(u), np.cumsum(w)
+    else:
+        order = np.argsort(u, kind="stable")
+        u, cum = u[order], np.cumsum(w[order])
+    nodes = u[np.r_[True, u[1:] != u[:-1]]] if u.shape[0] else u  # np.unique
     if nodes.shape[0] > max_nodes:
         at = np.searchsorted(cum, np.linspace(0.0, cum[-1], max_nodes), side="left")
         q = u[np.minimum(at, u.shape[0] - 1)]
