@@ -175,3 +175,60 @@ def test_fold_bases_fitted_together_are_each_fold_s_estimate(n_classes):
             x = expit(Z[:, k])
             ref = _reference(x, wf * (yf == k), wf)
             np.testing.assert_allclose(ab[k], _coef(ref), rtol=2e-7, atol=3e-8)
+
+
+# ---------------------------------------------------------------------------
+# Shared passes over the rows
+# ---------------------------------------------------------------------------
+
+
+def test_grouped_binning_is_each_group_binned_alone():
+    # The folds of the binary cross-validation are binned in one pass; each
+    # fold's node sums must be those of its rows alone, bit for bit.
+    rng = np.random.default_rng(3)
+    n = 3000
+    z = np.round(rng.normal(0.0, 2.0, n), 2)  # ties, and rows on the nodes
+    z[:50] = [-EDGE, EDGE] * 25
+    y = (rng.random(n) < expit(z)).astype(float)
+    w = rng.exponential(1.0, n)
+    nodes = lm.make_nodes(z, w)
+    folds = rng.integers(0, 5, n)
+    grouped = lm.bin_to_nodes(z, y, w, nodes, folds, 5)
+    assert grouped.shape == (5, 2, nodes.shape[0])
+    for f in range(5):
+        alone = lm.bin_to_nodes(z[folds == f], y[folds == f], w[folds == f], nodes)
+        np.testing.assert_array_equal(grouped[f], alone)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 10])
+def test_folds_are_the_lexicographic_order_of_label_and_key(n_classes):
+    # Folds deal the rows out in order of (label, random key).
+    rng = np.random.default_rng(4)
+    for n in (7, 100, 5000):
+        y = rng.integers(0, n_classes, n)
+        for seed in (0, 3):
+            key = np.random.default_rng((lm.FOLD_ENTROPY, seed)).random(n)
+            expected = np.empty(n, dtype=np.intp)
+            expected[np.lexsort((key, y))] = np.arange(n) % lm.N_FOLDS
+            np.testing.assert_array_equal(lm.stratified_folds(y, seed=seed), expected)
+
+
+def test_folds_break_ties_of_the_key_by_row_order(monkeypatch):
+    # Ties in the random key (almost never drawn) fall back to the row order,
+    # as np.lexsort's stable sort does.
+    default_rng = np.random.default_rng
+
+    class TiedKeys:
+        def __init__(self, seed):
+            self.rng = default_rng(seed)
+
+        def random(self, n):
+            return np.round(self.rng.random(n), 1)
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, 400)
+    key = TiedKeys((lm.FOLD_ENTROPY, 0)).random(400)
+    expected = np.empty(400, dtype=np.intp)
+    expected[np.lexsort((key, y))] = np.arange(400) % lm.N_FOLDS
+    monkeypatch.setattr(lm.np.random, "default_rng", TiedKeys)
+    np.testing.assert_array_equal(lm.stratified_folds(y), expected)
