@@ -187,7 +187,9 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
     else:
         order = np.argsort(u, kind="stable")
         u, cum = u[order], np.cumsum(w[order])
-    nodes = u[np.r_[True, u[1:] != u[:-1]]] if u.shape[0] else u  # np.unique
+    # np.unique of sorted values (np.concatenate: np.r_ costs more than the
+    # rest of a small call)
+    nodes = u[np.concatenate(([True], u[1:] != u[:-1]))] if u.shape[0] else u
     if nodes.shape[0] > max_nodes:
         at = np.searchsorted(cum, np.linspace(0.0, cum[-1], max_nodes), side="left")
         q = u[np.minimum(at, u.shape[0] - 1)]
@@ -196,7 +198,7 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
     # Scores equal up to rounding (one row predicted in two batches) share a
     # node, so that the fit does not depend on the last bits of the input.
     close = np.diff(nodes) <= 1e-9 * (1.0 + np.abs(nodes[1:]))
-    nodes = nodes[np.r_[True, ~close]]
+    nodes = nodes[np.concatenate(([True], ~close))]
     if nodes.shape[0] == 1:
         # One distinct value: an interval centred on it, whose ends share its
         # mass equally, so that the map is the same on both sides of it; a
@@ -211,9 +213,10 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
 def hat_weights(u, nodes):
     """Left node index and the share ``theta`` of the right node for each ``u``."""
     m = nodes.shape[0]
-    idx = np.clip(np.searchsorted(nodes, u, side="right") - 1, 0, m - 2)
+    # np.minimum/np.maximum: np.clip without its wrapper's overhead
+    idx = np.minimum(np.maximum(np.searchsorted(nodes, u, side="right") - 1, 0), m - 2)
     left = nodes[idx]
-    theta = np.clip((u - left) / (nodes[idx + 1] - left), 0.0, 1.0)
+    theta = np.minimum(np.maximum((u - left) / (nodes[idx + 1] - left), 0.0), 1.0)
     return idx, theta
 
 
