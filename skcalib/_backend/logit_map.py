@@ -126,8 +126,11 @@ def score_floor(P):
     multiclass map follows its base beyond the calibration range, however
     small a new score is. Returns an array of shape ``(K,)``.
     """
+    atoms = np.any(P == 0, axis=0)
+    if not atoms.any():
+        return np.zeros(P.shape[1])
     positive = np.where(P > 0, P, np.inf).min(axis=0)
-    atoms = np.any(P == 0, axis=0) & np.isfinite(positive)
+    atoms &= np.isfinite(positive)
     return np.where(atoms, ZERO_SCORE_FRACTION * np.where(atoms, positive, 0.0), 0.0)
 
 
@@ -177,9 +180,16 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
     step = max(1, u.shape[0] // 2**16)
     keep = w[::step] > 0
     u, w = u[::step][keep], w[::step][keep]
-    order = np.argsort(u, kind="stable")
-    u, cum = u[order], np.cumsum(w[order])
-    nodes = np.unique(u)
+    if w.shape[0] and np.all(w == w[0]):
+        # Equal weights: their cumulative sums do not depend on the order,
+        # and sorting the values alone is many times faster.
+        u, cum = np.sort(u), np.cumsum(w)
+    else:
+        order = np.argsort(u, kind="stable")
+        u, cum = u[order], np.cumsum(w[order])
+    # np.unique of sorted values (np.concatenate: np.r_ costs more than the
+    # rest of a small call)
+    nodes = u[np.concatenate(([True], u[1:] != u[:-1]))] if u.shape[0] else u
     if nodes.shape[0] > max_nodes:
         at = np.searchsorted(cum, np.linspace(0.0, cum[-1], max_nodes), side="left")
         q = u[np.minimum(at, u.shape[0] - 1)]
@@ -188,7 +198,7 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
     # Scores equal up to rounding (one row predicted in two batches) share a
     # node, so that the fit does not depend on the last bits of the input.
     close = np.diff(nodes) <= 1e-9 * (1.0 + np.abs(nodes[1:]))
-    nodes = nodes[np.r_[True, ~close]]
+    nodes = nodes[np.concatenate(([True], ~close))]
     if nodes.shape[0] == 1:
         # One distinct value: an interval centred on it, whose ends share its
         # mass equally, so that the map is the same on both sides of it; a
@@ -203,23 +213,36 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
 def hat_weights(u, nodes):
     """Left node index and the share ``theta`` of the right node for each ``u``."""
     m = nodes.shape[0]
-    idx = np.clip(np.searchsorted(nodes, u, side="right") - 1, 0, m - 2)
+    # np.minimum/np.maximum: np.clip without its wrapper's overhead
+    idx = np.minimum(np.maximum(np.searchsorted(nodes, u, side="right") - 1, 0), m - 2)
     left = nodes[idx]
-    theta = np.clip((u - left) / (nodes[idx + 1] - left), 0.0, 1.0)
+    theta = np.minimum(np.maximum((u - left) / (nodes[idx + 1] - left), 0.0), 1.0)
     return idx, theta
 
 
-def bin_to_nodes(u, y, w, nodes):
-    """Node sums ``(sum w y, sum w)`` with hat weights; shape ``(2, m)``."""
+def bin_to_nodes(u, y, w, nodes, groups=None, n_groups=1):
+    """Node sums ``(sum w y, sum w)`` with hat weights; shape ``(2, m)``.
+
+    With ``groups`` (a group index in ``[0, n_groups)`` per sample), the sums
+    of each group's samples, shape ``(n_groups, 2, m)``: the same numbers as
+    one call per group (each sum adds its samples in the same order), from
+    one search of the nodes.
+    """
     m = nodes.shape[0]
     idx, theta = hat_weights(u, nodes)
+    if groups is not None:
+        # Group g owns bins g m .. g m + m - 1 (idx + 1 <= m - 1 stays in it).
+        idx = idx + groups * m
+    size = m * n_groups
     right = w * theta
     left = w - right
-    out = np.empty((2, m))
+    out = np.empty((2, size))
     for row, wy in enumerate((y, None)):
         a, b = (left, right) if wy is None else (left * wy, right * wy)
-        out[row] = np.bincount(idx, a, minlength=m) + np.bincount(idx + 1, b, m)
-    return out
+        out[row] = np.bincount(idx, a, minlength=size) + np.bincount(idx + 1, b, size)
+    if groups is None:
+        return out
+    return out.reshape(2, n_groups, m).transpose(1, 0, 2)
 
 
 # ---------------------------------------------------------------------------
@@ -259,6 +282,53 @@ def _damped_newton(objective, derivatives, theta, max_iter=100):
     return theta
 
 
+def _damped_newton_batch(objective, derivatives, theta, max_iter=100):
+    """:func:`_damped_newton` of ``B`` independent problems at once.
+
+    ``theta`` has shape ``(B, d)``; ``objective(theta, idx)`` gives the values
+    ``(b,)`` of the problems ``idx`` at their rows ``theta`` (shape ``(b,
+    d)``), ``derivatives(theta, idx)`` their gradients ``(b, d)`` and
+    Hessians ``(b, d, d)``. Each problem takes the steps, halvings and stop
+    of :func:`_damped_newton` on its own; the iteration only shares the
+    array operations (many small Platt fits cost one Python loop).
+    """
+    theta = np.array(theta, dtype=np.float64)
+    B, d = theta.shape
+    value = objective(theta, np.arange(B))
+    active = np.arange(B)
+    eye = np.eye(d)
+    for _ in range(max_iter):
+        if active.shape[0] == 0:
+            break
+        th = theta[active]
+        old = value[active]
+        grad, hess = derivatives(th, active)
+        low = np.linalg.eigvalsh(hess)[:, 0]
+        shift = low <= 1e-12
+        if shift.any():
+            big = np.abs(hess[shift]).max(axis=(1, 2))
+            hess[shift] += (1e-9 - low[shift] + 1e-12 * big)[:, None, None] * eye
+        step = -np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+        step *= np.minimum(1.0, 4.0 / np.abs(step).max(axis=1, initial=1e-300))[:, None]
+        t = np.ones(active.shape[0])
+        new = objective(th + step, active)
+        halve = ~((new <= old) | (t < 1e-10))
+        while halve.any():
+            t[halve] *= 0.5
+            new[halve] = objective(
+                th[halve] + t[halve, None] * step[halve], active[halve]
+            )
+            halve[halve] = ~((new[halve] <= old[halve]) | (t[halve] < 1e-10))
+        # A problem whose step does not lower its objective stops there.
+        moved = ~(new > old)
+        theta[active[moved]] = th[moved] + t[moved, None] * step[moved]
+        value[active[moved]] = new[moved]
+        gain = old - new
+        going = moved & ~(gain <= 1e-13 * (np.abs(new) + 1.0))
+        active = active[going]
+    return theta
+
+
 def fit_platt(z, stats, *, intercept=True, extra=None, ridge=0.0, max_iter=100):
     """Platt scaling ``expit(a z + b)``, ``a > 0``, fitted to node statistics.
 
@@ -279,46 +349,80 @@ def fit_platt(z, stats, *, intercept=True, extra=None, ridge=0.0, max_iter=100):
     -------
     (a, b) or (a, b, c) : tuple of float (``b = 0`` without intercept)
     """
-    W1, W = stats
+    extra = None if extra is None else np.asarray(extra)[None]
+    theta = fit_platt_batch(
+        np.asarray(z)[None],
+        np.asarray(stats)[None],
+        intercept=intercept,
+        extra=extra,
+        ridge=ridge,
+        max_iter=max_iter,
+    )[0]
+    coef = (float(np.exp(theta[0])), float(theta[1]) if intercept else 0.0)
+    return coef + ((float(theta[-1]),) if extra is not None else ())
+
+
+def fit_platt_batch(z, stats, *, intercept=True, extra=None, ridge=0.0, max_iter=100):
+    """:func:`fit_platt` of ``B`` problems at once, by one batched Newton iteration.
+
+    ``z`` and ``extra`` of shape ``(B, m)``, ``stats`` ``(B, 2, m)``; ``ridge``
+    a float or one per problem. Nodes of zero weight add nothing, so
+    problems with fewer nodes can be padded with them. Returns the
+    parameters ``(log a, b, c)`` (without ``b`` if not ``intercept``, without
+    ``c`` without ``extra``), shape ``(B, d)``.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    stats = np.asarray(stats, dtype=np.float64)
+    B, m = z.shape
+    W1, W = stats[:, 0], stats[:, 1]
     cols = [np.ones_like(z)] if intercept else []
     prec = [LOG_SCALE_PRIOR_SD**-2] + [INTERCEPT_PRIOR_SD**-2] * len(cols)
     if extra is not None:
-        cols.append(extra)
+        cols.append(np.asarray(extra, dtype=np.float64))
         prec.append(EXTRA_PRIOR_SD**-2)
     # Regressors of the linear coefficients (all but the log-slope).
-    X = np.array(cols).reshape(len(cols), z.shape[0])
+    X = np.stack(cols, axis=1) if cols else np.zeros((B, 0, m))
     prec = np.array(prec)
     d = prec.shape[0]
+    ridge = np.broadcast_to(np.asarray(ridge, dtype=np.float64), (B,))
 
     def penalised(theta):
         # Only a log-slope above 0 (sharper than the model) is penalised.
-        return np.concatenate([[max(theta[0], 0.0)], theta[1:]])
+        pen = theta.copy()
+        np.maximum(pen[:, 0], 0.0, out=pen[:, 0])
+        return pen
 
-    def linear(theta):
-        return np.exp(theta[0]) * z + theta[1:] @ X
+    def linear(theta, idx):
+        eta = np.exp(theta[:, :1]) * z[idx]
+        if d > 1:
+            eta += np.einsum("bc,bcm->bm", theta[:, 1:], X[idx])
+        return eta
 
-    def objective(theta):
-        eta = linear(theta)
+    def objective(theta, idx):
+        eta = linear(theta, idx)
+        nll = np.einsum("bm,bm->b", W[idx], np.logaddexp(0.0, eta))
+        nll -= np.einsum("bm,bm->b", W1[idx], eta)
         pen = penalised(theta)
-        nll = float(W @ np.logaddexp(0.0, eta) - W1 @ eta)
-        return nll + 0.5 * (prec @ pen**2 + ridge * np.exp(2.0 * theta[0]))
+        return nll + 0.5 * (pen**2 @ prec + ridge[idx] * np.exp(2.0 * theta[:, 0]))
 
-    def derivatives(theta):
-        a = np.exp(theta[0])
-        p = expit(linear(theta))
-        r, v = W * p - W1, W * p * (1.0 - p)
+    def derivatives(theta, idx):
+        a = np.exp(theta[:, 0])
+        p = expit(linear(theta, idx))
+        Wi, zi = W[idx], z[idx]
+        r, v = Wi * p - W1[idx], Wi * p * (1.0 - p)
         # Jacobian of the linear predictor in theta, one row per coefficient.
-        J = np.vstack([a * z, X])
-        grad = J @ r + prec * penalised(theta)
-        grad[0] += ridge * a * a
-        hess = (J * v) @ J.T
-        hess[0, 0] += a * (r @ z) + 2.0 * ridge * a * a
-        hess += np.diag(prec * np.r_[float(theta[0] > 0), np.ones(d - 1)])
+        J = np.concatenate([(a[:, None] * zi)[:, None], X[idx]], axis=1)
+        grad = np.einsum("bdm,bm->bd", J, r) + prec * penalised(theta)
+        aa = ridge[idx] * a * a
+        grad[:, 0] += aa
+        hess = np.einsum("bdm,bem->bde", J * v[:, None], J)
+        hess[:, 0, 0] += a * np.einsum("bm,bm->b", r, zi) + 2.0 * aa
+        diag = np.broadcast_to(prec, theta.shape).copy()
+        diag[:, 0] *= theta[:, 0] > 0
+        hess[:, np.arange(d), np.arange(d)] += diag
         return grad, hess
 
-    theta = _damped_newton(objective, derivatives, np.zeros(d), max_iter)
-    coef = (float(np.exp(theta[0])), float(theta[1]) if intercept else 0.0)
-    return coef + ((float(theta[-1]),) if extra is not None else ())
+    return _damped_newton_batch(objective, derivatives, np.zeros((B, d)), max_iter)
 
 
 def fit_inverse_temperature(L, y_idx, w):
@@ -746,7 +850,18 @@ def stratified_folds(y_idx, n_folds=N_FOLDS, seed=0):
     makes the narrowest corrections look best.
     """
     rng = np.random.default_rng((FOLD_ENTROPY, seed))
-    order = np.lexsort((rng.random(y_idx.shape[0]), y_idx))
+    key = rng.random(y_idx.shape[0])
+    # np.lexsort((key, y_idx)), as a sort by key then a stable sort by label:
+    # without ties in the key (almost sure) any sort of it is the stable one,
+    # and small labels sort by radix (3x faster than lexsort at 1e6 rows).
+    by_key = np.argsort(key)
+    sorted_key = key[by_key]
+    if np.any(sorted_key[1:] == sorted_key[:-1]):
+        by_key = np.argsort(key, kind="stable")
+    labels = y_idx[by_key]
+    if labels.shape[0] and 0 <= labels.min() and labels.max() < 2**16:
+        labels = labels.astype(np.uint16)
+    order = by_key[np.argsort(labels, kind="stable")]
     folds = np.empty(y_idx.shape[0], dtype=np.intp)
     folds[order] = np.arange(y_idx.shape[0]) % n_folds
     return folds
@@ -778,20 +893,53 @@ def _base_log_odds(z, base, coef):
 def _fit_base(z_nodes, stats, base):
     """Base log-odds at the nodes and its coefficients ``(a, b)`` (or
     ``(a, b, c)`` for the beta base)."""
+    u, coef = _fit_bases(z_nodes[None], np.asarray(stats)[None], base)
+    return u[0], tuple(float(c) for c in coef[0])
+
+
+def _fit_bases(z_nodes, stats, base):
+    """:func:`_fit_base` of ``B`` problems: nodes ``(B, m)`` (zero-weight
+    padding allowed), statistics ``(B, 2, m)``; base log-odds ``(B, m)`` and
+    coefficients ``(B, 2)`` (``(B, 3)`` for the beta base)."""
     x = _base_feature(z_nodes, base)
     if base != "beta":
-        coef = fit_platt(x, stats, intercept=base != "temperature")
-        return coef[0] * x + coef[1], coef
+        intercept = base != "temperature"
+        theta = fit_platt_batch(x, stats, intercept=intercept)
+        coef = np.column_stack(
+            [np.exp(theta[:, 0]), theta[:, 1] if intercept else np.zeros(len(x))]
+        )
+        return coef[:, :1] * x + coef[:, 1:], coef
     s = _beta_feature(z_nodes)
-    coef = fit_platt(x, stats, extra=s)
-    if abs(coef[2]) > BETA_SHAPE_LIMIT * coef[0]:
+    theta = fit_platt_batch(x, stats, extra=s)
+    coef = np.column_stack([np.exp(theta[:, 0]), theta[:, 1], theta[:, 2]])
+    face = np.abs(coef[:, 2]) > BETA_SHAPE_LIMIT * coef[:, 0]
+    if face.any():
         # The constrained optimum lies on the violated face c = +-limit a,
         # where the map is Platt scaling of the regressor z +- limit s (and
         # the prior of c one on a).
-        ratio = float(np.copysign(BETA_SHAPE_LIMIT, coef[2]))
-        a, b = fit_platt(x + ratio * s, stats, ridge=(ratio / EXTRA_PRIOR_SD) ** 2)
-        coef = (a, b, ratio * a)
-    return _base_log_odds(z_nodes, base, coef), coef
+        ratio = np.copysign(BETA_SHAPE_LIMIT, coef[face, 2])
+        theta = fit_platt_batch(
+            x[face] + ratio[:, None] * s[face],
+            stats[face],
+            ridge=(BETA_SHAPE_LIMIT / EXTRA_PRIOR_SD) ** 2,
+        )
+        a = np.exp(theta[:, 0])
+        coef[face] = np.column_stack([a, theta[:, 1], ratio * a])
+    return _base_log_odds(z_nodes.T, base, coef.T).T, coef
+
+
+def _fit_base_coefficients(nodes_and_stats, base):
+    """Coefficients of :func:`_fit_base` for ``(nodes, stats)`` pairs of any
+    sizes, fitted together (shorter ones padded with zero-weight nodes)."""
+    pairs = list(nodes_and_stats)
+    m = max(nodes.shape[0] for nodes, _ in pairs)
+    Z = np.empty((len(pairs), m))
+    S = np.zeros((len(pairs), 2, m))
+    for i, (nodes, stats) in enumerate(pairs):
+        Z[i, : nodes.shape[0]] = nodes
+        Z[i, nodes.shape[0] :] = nodes[-1]
+        S[i, :, : nodes.shape[0]] = stats
+    return _fit_bases(Z, S, base)[1]
 
 
 @dataclass(frozen=True)
@@ -931,12 +1079,7 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
         held = []
         for r in range(repeats):
             folds = stratified_folds(y.astype(np.intp), seed=r)
-            held.append(
-                [
-                    bin_to_nodes(z[folds == f], y[folds == f], w[folds == f], nodes)
-                    for f in range(N_FOLDS)
-                ]
-            )
+            held.append(bin_to_nodes(z, y, w, nodes, folds, N_FOLDS))
         held = np.array(held).reshape(repeats * N_FOLDS, 2, -1)
         total = held.reshape(repeats, N_FOLDS, 2, -1).sum(axis=1)
         train = np.repeat(total, N_FOLDS, axis=0) - held
@@ -945,7 +1088,9 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
 
         def cross_validate(bs, h, alpha):
             if bs not in base_fits:
-                base_fits[bs] = np.array([_fit_base(nodes, st, bs)[0] for st in train])
+                base_fits[bs] = _fit_bases(np.tile(nodes, (len(train), 1)), train, bs)[
+                    0
+                ]
             U = base_fits[bs]
             kern = None
             if np.isfinite(h) and h != MONOTONE:
@@ -1049,18 +1194,15 @@ def _base_log_probabilities(L, ab, base):
 class _ClassStatistics:
     """A fitted multiclass base, with per-class nodes and node statistics."""
 
-    def __init__(self, L, y_idx, w, base, rows=slice(None)):
+    def __init__(self, L, y_idx, w, base, rows=slice(None), ab=None):
         self.base = base
         if base == "vector":
             # Fitted on the selection rows, like the temperature: its 2 K
             # coefficients are settled long before MAX_SELECTION_ROWS.
             ab = fit_vector_scaling(L[rows], y_idx[rows], w[rows])
-        elif base != "temperature":
-            ab = np.array(
-                [
-                    _fit_base(nodes, stats, base)[1]
-                    for nodes, stats in self._statistics(class_log_odds(L), y_idx, w)
-                ]
+        elif base != "temperature" and ab is None:
+            ab = _fit_base_coefficients(
+                self._statistics(class_log_odds(L), y_idx, w), base
             )
         if base != "temperature":
             L = _base_log_probabilities(L, ab, base)
@@ -1075,6 +1217,25 @@ class _ClassStatistics:
         self.nodes, self.stats = zip(
             *self._statistics(class_log_odds(beta * L), y_idx, w), strict=True
         )
+
+    @classmethod
+    def many(cls, parts, base):
+        """One per ``(L, y_idx, w)`` of ``parts`` (the training folds).
+
+        The one-vs-rest bases of every part and class are fitted together:
+        the same fits as one at a time, in one batched Newton iteration.
+        """
+        if base in ("temperature", "vector"):
+            return [cls(L, y_idx, w, base) for L, y_idx, w in parts]
+        pairs = [
+            list(cls._statistics(class_log_odds(L), y_idx, w)) for L, y_idx, w in parts
+        ]
+        coef = _fit_base_coefficients([p for ps in pairs for p in ps], base)
+        coef = np.split(coef, np.cumsum([len(ps) for ps in pairs])[:-1])
+        return [
+            cls(L, y_idx, w, base, ab=ab)
+            for (L, y_idx, w), ab in zip(parts, coef, strict=True)
+        ]
 
     @staticmethod
     def _statistics(Z, y_idx, w):
@@ -1169,8 +1330,10 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
         def cross_validate(bs, h, alphas):
             if bs not in parts:
                 parts[bs] = [
-                    [_ClassStatistics(Ls[tr], ys[tr], ws[tr], bs), None]
-                    for _, tr, _ in splits
+                    [fold, None]
+                    for fold in _ClassStatistics.many(
+                        [(Ls[tr], ys[tr], ws[tr]) for _, tr, _ in splits], bs
+                    )
                 ]
             alphas = alphas or [None] * len(splits)
             out, losses = [], []
