@@ -796,3 +796,23 @@ def test_bases_are_chosen_with_the_narrower_margin_then_corrected():
             (expected, 0.25)
         ]
         assert set(means) == set(calls)
+
+
+def test_posterior_softplus_and_expit_pair_match_numpy_and_scipy():
+    # The posterior quadrature evaluates log(1 + e^eta) and both logistic
+    # tails on every grid point and node, through one exp each.
+    from scipy.special import expit
+
+    from skcalib._backend.logit_map import _expit_pair, _softplus
+
+    rng = np.random.default_rng(0)
+    eta = np.concatenate(
+        [rng.normal(scale=20, size=20000), [0.0, -0.0, 1e-300, -1e-300, 36, -36]]
+    )
+    eta = np.concatenate([eta, rng.uniform(-700, 700, size=2000)])
+    np.testing.assert_allclose(_softplus(eta), np.logaddexp(0.0, eta), rtol=2e-15)
+    p1, p0 = _expit_pair(eta)
+    np.testing.assert_allclose(p1, expit(eta), rtol=2e-15)
+    np.testing.assert_allclose(p0, expit(-eta), rtol=2e-15)
+    # Neither tail is one minus the other: tiny tails keep their digits.
+    assert p0[eta == 36][0] == pytest.approx(expit(-36.0), rel=1e-15)
