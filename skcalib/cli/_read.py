@@ -340,6 +340,7 @@ class _CsvTable(_Table):
         # gigabyte of address space up front, which breaks a limit on it.
         pool = pa.system_memory_pool()
         raw = open_regular(self.path)
+        reader = None
         try:
             source = pa.PythonFile(raw, mode="r")
             if self.gz:
@@ -401,6 +402,10 @@ class _CsvTable(_Table):
                     raise
                 raise _Relocate(" ".join(str(exc).split())) from None
         finally:
+            # The streaming reader reads ahead on a thread of pyarrow's: stop
+            # it before the file goes (and before an error ends the process).
+            if reader is not None:
+                reader.close()
             raw.close()
 
     def chunks(self, names):
