@@ -187,7 +187,7 @@ def kde_calibration_error(
         lacks some class of ``y_proba``.
     chunk_size : int, default=None
         Rows of the kernel matrix held in memory at once; the default keeps
-        work arrays near 32 MB. Memory is ``O(chunk_size * n_samples)``.
+        work arrays near 4 MB. Memory is ``O(chunk_size * n_samples)``.
     n_jobs : int, default=None
         Threads evaluating chunks in parallel (``-1``: all cores).
     max_samples : int >= 2, default=None
