@@ -245,6 +245,26 @@ def test_chunking_and_threads_do_not_change_the_result():
     np.testing.assert_allclose(a.per_sample, b.per_sample, atol=1e-13)
 
 
+def test_parallel_chunks_run_single_threaded_blas():
+    # Chunk workers each run their own products; BLAS threads on top of them
+    # oversubscribe the cores. Inside a worker BLAS has one thread; after the
+    # call the caller's setting is back.
+    from threadpoolctl import threadpool_info
+
+    from skcalib._backend.smoothing import map_chunks
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    before = blas_threads()
+    if not before or max(before) < 2:
+        pytest.skip("BLAS runs one thread here: nothing to limit")
+    seen = map_chunks(lambda sl: blas_threads(), 40, 10, 2)
+    assert all(t == [1] * len(before) for t in seen), seen
+    assert blas_threads() == before
+    assert map_chunks(lambda sl: blas_threads(), 40, 10, None)[0] == before
+
+
 # ---------------------------------------------------------------------------
 # Ground truth and bias
 # ---------------------------------------------------------------------------

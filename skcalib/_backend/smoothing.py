@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
+from threadpoolctl import threadpool_limits
 
 from .kernels import SIMPLEX_EPS, clip_simplex, dirichlet_log_normalizer
 
@@ -312,7 +313,12 @@ def map_chunks(func, n, chunk_size, n_jobs):
     chunks = iter_chunks(n, chunk_size)
     if n_jobs is None or n_jobs == 1 or len(chunks) == 1:
         return [func(sl) for sl in chunks]
-    return Parallel(n_jobs=n_jobs, prefer="threads")(delayed(func)(sl) for sl in chunks)
+    # Every worker runs its own products: BLAS threads on top of the workers
+    # oversubscribe the cores (two workers were slower than one job).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return Parallel(n_jobs=n_jobs, prefer="threads")(
+            delayed(func)(sl) for sl in chunks
+        )
 
 
 def dirichlet_nw(
