@@ -176,7 +176,10 @@ default="auto"
     method_ : {"logit", "grid", "classwise", "canonical"}
         The method used.
     base_ : {"temperature", "platt", "beta", "sigmoid", "vector"}
-        Parametric part of the logit map; logit method only.
+        Parametric part of the logit map; logit method only. A binary map
+        fitted on fewer than 500 rows with ``base="auto"`` mixes the bases
+        (weights in ``maps_[0].base_weights``); ``base_`` is then the one of
+        largest weight.
     score_floor_ : ndarray of shape (n_classes,)
         Logit method only: for each column with an exact 0 among the
         calibration scores (the 0s of k-nearest neighbours or random
@@ -382,10 +385,16 @@ default="auto"
                 P, y_idx, w, bandwidth, eps, prior, binary=method == "grid"
             )
         self.method_ = method
+        chosen = ""
+        if method == "logit":
+            chosen = f"base={self.base_!r}, "
+            mixture = getattr(self.maps_[0], "base_weights", None)
+            if mixture:
+                weights = ", ".join(f"{b} {v:.2f}" for b, v in mixture.items())
+                chosen = f"base=mixture ({weights}), "
         note(
             self.verbose,
-            f"{type(self).__name__}: chose "
-            + (f"base={self.base_!r}, " if method == "logit" else "")
+            f"{type(self).__name__}: chose {chosen}"
             + f"bandwidth={self.bandwidth_}, shrinkage={self.shrinkage_:.3g}",
         )
         return self
