@@ -46,7 +46,7 @@ __all__ = ["KernelRecalibrator"]
 _METHODS = ("auto", "logit", "grid", "classwise", "canonical")
 # Fitted attributes that only some methods set.
 _METHOD_ATTRIBUTES = ("base_", "score_floor_", "maps_", "calibration_points_")
-_BASES = ("auto", "temperature", "platt", "beta", "sigmoid", "vector")
+_BASES = ("auto", "temperature", "platt", "beta", "sigmoid", "vector", "matrix")
 _GRID_BANDWIDTHS = ("auto", "smece")
 _DIRICHLET_BANDWIDTHS = ("auto", "mle", "risk")
 # Points used by the multiclass bandwidth selectors (O(m^2 K) per candidate).
@@ -118,8 +118,8 @@ default="auto"
         grid of candidate ``b``, ``"mle"`` maximises the leave-one-out kernel
         density likelihood, ``"risk"`` uses risk alignment, and a float > 0
         is ``b``.
-    base : {"auto", "temperature", "platt", "beta", "sigmoid", "vector"}, \
-default="auto"
+    base : {"auto", "temperature", "platt", "beta", "sigmoid", "vector", \
+"matrix"}, default="auto"
         Parametric part of the logit map (ignored by the other methods):
         ``"temperature"`` scales the log-odds (binary) or the logits
         (multiclass, one inverse temperature); ``"platt"`` fits a slope and
@@ -133,10 +133,15 @@ default="auto"
         (multiclass only) is vector scaling, ``softmax(a * log P + b)`` with
         one slope and one intercept per class fitted jointly (with two
         classes it would be beta calibration; ``"auto"`` does not consider
-        it). ``"auto"`` selects by cross-validated log-loss: the first four
+        it). ``"matrix"`` (multiclass only) is matrix scaling,
+        ``softmax(A log P)`` with the prior shrinking ``A`` towards one
+        inverse temperature times the identity (every class's logit may
+        draw on every class's log-probability).
+        ``"auto"`` selects by cross-validated log-loss: the first four
         for binary problems (``"beta"`` from 500 rows), ``"temperature"`` and
-        ``"sigmoid"`` for multiclass ones; among near ties the simplest wins,
-        in that order.
+        ``"sigmoid"`` for multiclass ones, among near ties the simplest
+        first, in that order; for multiclass problems ``"matrix"`` then
+        replaces their choice if its cross-validated log-loss is lower.
     pseudo_count : float, default=1.0
         Weight (in the units of ``sample_weight``, which count as frequencies)
         of a pseudo-observation with an even label
@@ -175,7 +180,7 @@ default="auto"
         Class labels, in the order of the probability columns.
     method_ : {"logit", "grid", "classwise", "canonical"}
         The method used.
-    base_ : {"temperature", "platt", "beta", "sigmoid", "vector"}
+    base_ : {"temperature", "platt", "beta", "sigmoid", "vector", "matrix"}
         Parametric part of the logit map; logit method only. A binary map
         fitted on fewer than 500 rows with ``base="auto"`` mixes the bases
         (weights in ``maps_[0].base_weights``); ``base_`` is then the one of
@@ -421,6 +426,11 @@ default="auto"
         if base == "vector" and P.shape[1] == 2:
             raise ValueError(
                 "base='vector' needs three or more classes; vector scaling of "
+                "two classes is beta calibration, base='beta'."
+            )
+        if base == "matrix" and P.shape[1] == 2:
+            raise ValueError(
+                "base='matrix' needs three or more classes; matrix scaling of "
                 "two classes is beta calibration, base='beta'."
             )
         # The logit map's pseudo-observations are in the units of the weights.
