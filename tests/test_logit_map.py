@@ -327,7 +327,30 @@ def test_tempering_after_renormalisation_lowers_the_exact_log_loss(seed):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_selection_keeps_the_parametric_map_when_it_is_the_truth(seed):
     # P(y | s) = expit(0.6 logit(s) + 0.4): Platt's family, with an intercept
-    # too large for temperature scaling at this sample size.
+    # too large for temperature scaling at this sample size. The mixture of
+    # bases sits in that family: Platt's map and beta's, which contains it
+    # and ties with it, take the weight, and no correction is added.
+    s, y, _ = _sample(5000, seed=10 + seed, slope=0.6, shift=0.4)
+    rc = KernelRecalibrator().fit(s, y)
+    pi = rc.maps_[0].base_weights
+    assert rc.bandwidth_ == np.inf and rc.base_ in ("platt", "beta")
+    assert pi["platt"] + pi["beta"] > 0.95 and pi["temperature"] < 1e-3
+    scores = rc.bandwidth_scores_
+    assert min(scores.values()) <= scores[("mixture", np.inf)]
+    # Every base is compared without correction, and only the mixture is
+    # corrected.
+    keys = set(scores)
+    assert {(b, np.inf) for b in ("temperature", "platt", "beta", "sigmoid")} <= keys
+    assert ("mixture", 2.0**-7) in keys and ("platt", 2.0**-7) not in keys
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_hard_choice_keeps_the_parametric_map_when_it_is_the_truth(seed, monkeypatch):
+    # The same truth with one base chosen (the simplest within its margin):
+    # Platt's, uncorrected.
+    import skcalib._backend.logit_map as lm
+
+    monkeypatch.setattr(lm, "AVERAGE_BASES", False)
     s, y, _ = _sample(5000, seed=10 + seed, slope=0.6, shift=0.4)
     rc = KernelRecalibrator().fit(s, y)
     assert (rc.base_, rc.bandwidth_) == ("platt", np.inf)
@@ -337,6 +360,53 @@ def test_selection_keeps_the_parametric_map_when_it_is_the_truth(seed):
     keys = set(rc.bandwidth_scores_)
     assert {(b, np.inf) for b in ("temperature", "platt", "beta", "sigmoid")} <= keys
     assert ("platt", 2.0**-7) in keys and ("temperature", 2.0**-7) not in keys
+
+
+def _excess_on_truth(eta, n, seeds, monkeypatch, average):
+    """Exact population excess log-loss of the default map on scores
+    ``U(0, 1)`` with ``P(y = 1 | s) = eta(s)``, per seeded sample."""
+    import skcalib._backend.logit_map as lm
+
+    monkeypatch.setattr(lm, "AVERAGE_BASES", average)
+    grid = (np.arange(2**12) + 0.5) / 2**12
+    truth = eta(grid)
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        s = rng.uniform(size=n)
+        y = (rng.uniform(size=n) < eta(s)).astype(float)
+        q = KernelRecalibrator().fit(s, y).transform(grid)[:, 0]
+        out.append(
+            np.mean(
+                truth * np.log(truth / q) + (1 - truth) * np.log((1 - truth) / (1 - q))
+            )
+        )
+    return np.array(out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["beta", "u2"])
+def test_mixture_of_bases_beats_the_hard_choice_at_1000_rows(shape, monkeypatch):
+    # Known truths that no base is, at n = 1000: a beta-shaped one (exponents
+    # 0.6 and 1.8, where Platt's map is wrong in the upper tail) and the u2
+    # problem. The hard choice keeps the simplest base within a standard
+    # error of the best and loses what the others would have gained; the
+    # mixture keeps a share of it. Exact population excess log-loss over
+    # seeded samples.
+    if shape == "beta":
+
+        def eta(s):
+            return expit(0.6 * np.log(s) - 1.8 * np.log1p(-s) + 0.4)
+
+    else:
+
+        def eta(s):
+            return calibration_function(s, problem="u2")
+
+    seeds = range(100, 110)
+    mixed = _excess_on_truth(eta, 1000, seeds, monkeypatch, True)
+    hard = _excess_on_truth(eta, 1000, seeds, monkeypatch, False)
+    assert mixed.mean() < 0.9 * hard.mean()
 
 
 def test_selection_adds_a_correction_where_no_base_fits():
@@ -893,19 +963,30 @@ def _paired_losses(rng, n, gaps):
     return np.array(rows)
 
 
-@pytest.mark.parametrize("gaps", [(0.01, 0.03), (-0.01, 0.01), (0.02, -0.015)])
+@pytest.mark.parametrize(
+    "gaps",
+    [
+        (0.01, 0.03),
+        (-0.01, 0.01),
+        (0.02, -0.015),
+        (0.01, 0.03, 0.0),
+        (-0.01, 0.01, 0.005),
+        (0.02, -0.015, -0.01),
+    ],
+)
 def test_base_weights_are_the_bootstrapped_posterior_of_the_bases(gaps):
     # Pseudo-BMA+ on paired held-out losses, against a Monte Carlo average
     # of the bases' posterior probabilities pi_k exp(-S_k) / sum_j pi_j
     # exp(-S_j) over the Bayesian bootstrap of the rows, S_k = sum_i g_i l_ki
     # with g ~ n Dirichlet(1, ..., 1): the weights use its normal
-    # approximation, which 200 rows make close.
+    # approximation, which 200 rows make close, on three bases and on four
+    # (fewer quadrature points per axis).
     from skcalib._backend.logit_map import base_weights
 
     rng = np.random.default_rng(7)
     n = 200
     losses = _paired_losses(rng, n, gaps)
-    prior = np.array([10.0, 1.0, 1.0])
+    prior = np.array([10.0] + [1.0] * len(gaps))
     # Split each row into two held-out copies of half the weight (as the
     # repeats of the cross-validation hold each row once per repeat).
     w = np.full(2 * n, 0.5)
@@ -955,9 +1036,11 @@ def test_small_binary_base_is_the_weighted_mixture_of_the_bases():
         np.testing.assert_array_equal(alone.base_table[0], grid)
         mixed += weight * expit(alone.base_table[1])
     np.testing.assert_allclose(expit(table), mixed, rtol=1e-9, atol=1e-15)
-    # From MIN_NARROW_MARGIN_ROWS rows on, one base is chosen.
+    # From MIN_BETA_ROWS rows on, the beta base joins the mixture.
     s, y, _ = _sample(600, seed=3, slope=1.7, shift=-0.5)
-    assert KernelRecalibrator().fit(s, y).maps_[0].base_weights is None
+    pi = KernelRecalibrator().fit(s, y).maps_[0].base_weights
+    assert set(pi) == {"temperature", "platt", "beta", "sigmoid"}
+    assert sum(pi.values()) == pytest.approx(1.0)
 
 
 @pytest.mark.slow

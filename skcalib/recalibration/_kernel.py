@@ -182,9 +182,9 @@ default="auto"
         The method used.
     base_ : {"temperature", "platt", "beta", "sigmoid", "vector", "matrix"}
         Parametric part of the logit map; logit method only. A binary map
-        fitted on fewer than 500 rows with ``base="auto"`` mixes the bases
-        (weights in ``maps_[0].base_weights``); ``base_`` is then the one of
-        largest weight.
+        fitted with ``base="auto"`` mixes the bases (weights in
+        ``maps_[0].base_weights``); ``base_`` is then the one of largest
+        weight.
     score_floor_ : ndarray of shape (n_classes,)
         Logit method only: for each column with an exact 0 among the
         calibration scores (the 0s of k-nearest neighbours or random
