@@ -245,7 +245,7 @@ default="auto"
     >>> bool(np.all(np.abs(q[:, 0] - [0.3, 0.5, 0.7]) < 0.1))
     True
     >>> cal.base_, cal.bandwidth_    # a smooth monotone map: no correction
-    ('beta', inf)
+    ('sigmoid', inf)
     >>> P = np.column_stack([1 - p, p])               # or the full matrix
     >>> cal.fit(P, y).transform(P[:2]).sum(axis=1)
     array([1., 1.])
