@@ -31,9 +31,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
-from threadpoolctl import ThreadpoolController
 
 from .binning import positive_weight_rows, relative_weights
+from .threads import one_blas_thread
 
 __all__ = [
     "BANDWIDTHS",
@@ -658,17 +658,6 @@ def _row_centred(L):
     return L - L.mean(axis=1, keepdims=True)
 
 
-_BLAS = []
-
-
-def _blas_controller():
-    """One controller of the loaded thread pools, found once (finding them
-    takes milliseconds, as long as a small fit)."""
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0]
-
-
 def fit_matrix_scaling(L, y_idx, w, beta, prior_sd=None, max_iter=100):
     """Matrix scaling ``softmax(A L)`` shrunk towards ``softmax(beta L)``
     (maximum a posteriori).
@@ -738,9 +727,8 @@ def fit_matrix_scaling(L, y_idx, w, beta, prior_sd=None, max_iter=100):
         hess[np.arange(d), np.arange(d)] += prec
         return grad, hess
 
-    # Products and solves of order K^2 are far too small for BLAS threads,
-    # which on a busy machine made a 100 x 100 solve 100 times slower.
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    # Products and solves of order K^2 are far too small for BLAS threads.
+    with one_blas_thread():
         theta = _damped_newton(objective, derivatives, np.zeros(d), max_iter)
     return beta * np.eye(K) + theta.reshape(K, K)
 

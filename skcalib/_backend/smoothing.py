@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
-from threadpoolctl import threadpool_limits
 
 from .kernels import SIMPLEX_EPS, clip_simplex, dirichlet_log_normalizer
+from .threads import one_blas_thread
 
 __all__ = ["DirichletSmootherResult", "dirichlet_nw", "default_chunk_size"]
 
@@ -315,7 +315,7 @@ def map_chunks(func, n, chunk_size, n_jobs):
         return [func(sl) for sl in chunks]
     # Every worker runs its own products: BLAS threads on top of the workers
     # oversubscribe the cores (two workers were slower than one job).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return Parallel(n_jobs=n_jobs, prefer="threads")(
             delayed(func)(sl) for sl in chunks
         )
