@@ -20,9 +20,9 @@ FLOOR = 1e-12  # added to probabilities before the logarithm
 def map_base(monkeypatch):
     """Binary bases at their maximum a posteriori fit, not averaged over
     their posterior: the tests of the fit itself and of what is built on it."""
-    from skcalib._backend import logit_map
+    from skcalib._backend import logit_bases
 
-    monkeypatch.setattr(logit_map, "POSTERIOR_AVERAGE", False)
+    monkeypatch.setattr(logit_bases, "POSTERIOR_AVERAGE", False)
 
 
 def _z(s):
@@ -348,9 +348,9 @@ def test_selection_keeps_the_parametric_map_when_it_is_the_truth(seed):
 def test_hard_choice_keeps_the_parametric_map_when_it_is_the_truth(seed, monkeypatch):
     # The same truth with one base chosen (the simplest within its margin):
     # Platt's, uncorrected.
-    import skcalib._backend.logit_map as lm
+    from skcalib._backend import logit_binary
 
-    monkeypatch.setattr(lm, "AVERAGE_BASES", False)
+    monkeypatch.setattr(logit_binary, "AVERAGE_BASES", False)
     s, y, _ = _sample(5000, seed=10 + seed, slope=0.6, shift=0.4)
     rc = KernelRecalibrator().fit(s, y)
     assert (rc.base_, rc.bandwidth_) == ("platt", np.inf)
@@ -365,9 +365,9 @@ def test_hard_choice_keeps_the_parametric_map_when_it_is_the_truth(seed, monkeyp
 def _excess_on_truth(eta, n, seeds, monkeypatch, average):
     """Exact population excess log-loss of the default map on scores
     ``U(0, 1)`` with ``P(y = 1 | s) = eta(s)``, per seeded sample."""
-    import skcalib._backend.logit_map as lm
+    from skcalib._backend import logit_binary
 
-    monkeypatch.setattr(lm, "AVERAGE_BASES", average)
+    monkeypatch.setattr(logit_binary, "AVERAGE_BASES", average)
     grid = (np.arange(2**12) + 0.5) / 2**12
     truth = eta(grid)
     out = []
@@ -496,7 +496,7 @@ def test_corrected_multiclass_map_is_sharpened_out_of_fold(seed):
     # map is, whose rows the second temperature does not improve.)
     from dataclasses import replace
 
-    from skcalib._backend.logit_map import N_FOLDS, stratified_folds
+    from skcalib._backend.logit_selection import N_FOLDS, stratified_folds
 
     P, y, _ = _exp_distorted_problem(3000, seed)
     rc = KernelRecalibrator(shrinkage=0).fit(P, y)
@@ -548,7 +548,7 @@ def test_multiclass_integer_weights_equal_repeated_rows(base):
 
 
 def test_standard_error_choice_on_paired_differences():
-    from skcalib._backend.logit_map import SE_MULTIPLIER, standard_error_choice
+    from skcalib._backend.logit_selection import SE_MULTIPLIER, standard_error_choice
 
     rng = np.random.default_rng(8)
     n = 400
@@ -570,7 +570,7 @@ def test_standard_error_choice_on_paired_differences():
 def test_one_vs_rest_log_odds_match_direct_sums():
     from scipy.special import logsumexp
 
-    from skcalib._backend.logit_map import class_log_odds
+    from skcalib._backend.logit_scores import class_log_odds
 
     rng = np.random.default_rng(9)
     L = np.log(rng.dirichlet(np.full(6, 0.3), 500) + FLOOR)
@@ -624,7 +624,7 @@ def test_saturated_scores_keep_the_selected_base_honest():
 def test_pool_adjacent_violators_matches_isotonic_regression():
     from sklearn.isotonic import isotonic_regression
 
-    from skcalib._backend.logit_map import pool_adjacent_violators
+    from skcalib._backend.logit_correction import pool_adjacent_violators
 
     rng = np.random.default_rng(12)
     for n in (1, 2, 7, 60):
@@ -667,10 +667,10 @@ def _distance_to_truth(rc, problem, n=20001):
 
 
 def test_selection_takes_the_monotone_map_for_a_jump(monkeypatch):
-    from skcalib._backend import logit_map
+    from skcalib._backend import logit_selection
 
-    smooth = tuple(h for h in logit_map.BANDWIDTHS if h != 0)
-    assert len(smooth) < len(logit_map.BANDWIDTHS)
+    smooth = tuple(h for h in logit_selection.BANDWIDTHS if h != 0)
+    assert len(smooth) < len(logit_selection.BANDWIDTHS)
     chosen, with_zero, without = [], [], []
     for seed in range(8):
         cal = make_calibration_problem(5000, problem="step", random_state=seed)
@@ -678,7 +678,7 @@ def test_selection_takes_the_monotone_map_for_a_jump(monkeypatch):
         chosen.append(rc.bandwidth_)
         with_zero.append(_distance_to_truth(rc, "step"))
         with monkeypatch.context() as m:
-            m.setattr(logit_map, "BANDWIDTHS", smooth)
+            m.setattr(logit_selection, "BANDWIDTHS", smooth)
             rc = KernelRecalibrator().fit(cal.y_proba, cal.y_true)
         without.append(_distance_to_truth(rc, "step"))
     assert chosen.count(0.0) >= 5
@@ -829,7 +829,7 @@ def test_bases_are_chosen_with_the_narrower_margin_then_corrected():
     # that "platt" beats "temperature" by 1.5 standard errors: refused under
     # the bandwidths' margin (2 SE), taken under the bases' (1 SE) from 500
     # rows; then only the chosen base is corrected.
-    from skcalib._backend.logit_map import (
+    from skcalib._backend.logit_selection import (
         BASE_SE_MULTIPLIER,
         SE_MULTIPLIER,
         _two_stage_choice,
@@ -873,7 +873,7 @@ def test_posterior_softplus_and_expit_pair_match_numpy_and_scipy():
     # tails on every grid point and node, through one exp each.
     from scipy.special import expit
 
-    from skcalib._backend.logit_map import _expit_pair, _softplus
+    from skcalib._backend.logit_bases import _expit_pair, _softplus
 
     rng = np.random.default_rng(0)
     eta = np.concatenate(
@@ -897,8 +897,9 @@ def _adversarial_excess(kind, n, switch, monkeypatch, n_samples=60):
     1, and rare positives (Beta(0.5, 8) scores). 60 samples: on four atoms
     at n = 30 the paired difference is noisy (20 samples gave a ratio of
     1.12 for the posterior mean, 150 give 0.96)."""
-    from skcalib._backend import logit_map as lm
+    from skcalib._backend import logit_bases, logit_binary
 
+    module = {"POSTERIOR_AVERAGE": logit_bases, "AVERAGE_BASES": logit_binary}[switch]
     levels = np.array([0.1, 0.3, 0.6, 0.85])
     grid = (np.arange(2048) + 0.5) / 2048
     if kind == "discrete":
@@ -934,7 +935,7 @@ def _adversarial_excess(kind, n, switch, monkeypatch, n_samples=60):
         if y.min() == y.max():
             continue
         for on in (True, False):
-            monkeypatch.setattr(lm, switch, on)
+            monkeypatch.setattr(module, switch, on)
             q = KernelRecalibrator().fit(s, y).transform(grid)[:, 0]
             out[on].append(excess(q))
     return out
@@ -981,7 +982,7 @@ def test_base_weights_are_the_bootstrapped_posterior_of_the_bases(gaps):
     # with g ~ n Dirichlet(1, ..., 1): the weights use its normal
     # approximation, which 200 rows make close, on three bases and on four
     # (fewer quadrature points per axis).
-    from skcalib._backend.logit_map import base_weights
+    from skcalib._backend.logit_binary import base_weights
 
     rng = np.random.default_rng(7)
     n = 200
@@ -1001,7 +1002,7 @@ def test_base_weights_are_the_bootstrapped_posterior_of_the_bases(gaps):
 
 
 def test_base_weights_follow_the_prior_or_the_clear_winner():
-    from skcalib._backend.logit_map import base_weights
+    from skcalib._backend.logit_binary import base_weights
 
     rng = np.random.default_rng(8)
     common = rng.exponential(0.6, 300)
@@ -1053,7 +1054,7 @@ def test_mixture_of_bases_beats_the_hard_choice_on_small_samples(truth, monkeypa
     # scaling (tuning: 4.6 and 4.0 times the best peer's excess log-loss);
     # the mixture must at least halve the exact population excess log-loss,
     # averaged over 20 samples.
-    from skcalib._backend import logit_map as lm
+    from skcalib._backend import logit_binary
 
     g = (np.arange(4096) + 0.5) / 4096
     eta = expit(0.6 * np.log(g) - 1.8 * np.log1p(-g) + 0.4) if truth == "beta" else g**2
@@ -1073,7 +1074,7 @@ def test_mixture_of_bases_beats_the_hard_choice_on_small_samples(truth, monkeypa
         )
         y = (rng.random(50) < p).astype(int)
         for mixed in (True, False):
-            monkeypatch.setattr(lm, "AVERAGE_BASES", mixed)
+            monkeypatch.setattr(logit_binary, "AVERAGE_BASES", mixed)
             out[mixed].append(excess(KernelRecalibrator().fit(s, y).transform(g)[:, 0]))
     assert np.mean(out[True]) <= 0.5 * np.mean(out[False])
 

@@ -8,7 +8,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
 from skcalib import KernelRecalibrator
-from skcalib._backend import logit_map as lm
+from skcalib._backend import logit_scaling
 
 
 def _problem(n, rng, A):
@@ -39,7 +39,7 @@ def test_fit_matches_a_generic_optimiser_of_the_same_objective():
     w = rng.uniform(0.5, 2.0, size=y.shape[0])
     K, beta = _A.shape[0], 0.9
     rows = np.arange(y.shape[0])
-    sd_off, sd_diag = lm.MATRIX_PRIOR_SD
+    sd_off, sd_diag = logit_scaling.MATRIX_PRIOR_SD
     off = ~np.eye(K, dtype=bool)
     C = L - L.mean(axis=1, keepdims=True)
 
@@ -53,7 +53,7 @@ def test_fit_matches_a_generic_optimiser_of_the_same_objective():
 
     start = (beta * np.eye(K)).ravel()
     ref = minimize(objective, start, method="BFGS", options={"gtol": 1e-9})
-    A = lm.fit_matrix_scaling(L, y, w, beta)
+    A = logit_scaling.fit_matrix_scaling(L, y, w, beta)
     assert objective(A.ravel()) <= ref.fun + 1e-9
     np.testing.assert_allclose(A.ravel(), ref.x, atol=1e-5)
     # The fit moved well away from the temperature it is shrunk towards.
@@ -65,7 +65,7 @@ def test_fit_does_not_modify_its_inputs():
     L, y, _ = _problem(200, rng, _A)
     w = np.ones(y.shape[0])
     copies = L.copy(), y.copy(), w.copy()
-    lm.fit_matrix_scaling(L, y, w, 1.0)
+    logit_scaling.fit_matrix_scaling(L, y, w, 1.0)
     for a, b in zip((L, y, w), copies, strict=True):
         np.testing.assert_array_equal(a, b)
 

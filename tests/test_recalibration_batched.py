@@ -14,7 +14,14 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from skcalib._backend import logit_map as lm
+from skcalib._backend import (
+    logit_bases,
+    logit_multiclass,
+    logit_nodes,
+    logit_scaling,
+    logit_scores,
+    logit_selection,
+)
 
 # log-odds of a probability of exactly 0 or 1 (after the 1e-12 floor)
 EDGE = np.log(1.0 + 1e-12) - np.log(1e-12)
@@ -28,15 +35,19 @@ def _objective(theta, x, W1, W, extra=None, ridge=0.0, intercept=True):
     c = theta[-1] if extra is not None else 0.0
     eta = a * x + b + (0.0 if extra is None else c * extra)
     value = np.sum(W * np.logaddexp(0.0, eta) - W1 * eta)
-    value += 0.5 * max(theta[0], 0.0) ** 2 / lm.LOG_SCALE_PRIOR_SD**2
-    value += 0.5 * b**2 / lm.INTERCEPT_PRIOR_SD**2
-    value += 0.5 * c**2 / lm.EXTRA_PRIOR_SD**2 + 0.5 * ridge * a * a
+    value += 0.5 * max(theta[0], 0.0) ** 2 / logit_scaling.LOG_SCALE_PRIOR_SD**2
+    value += 0.5 * b**2 / logit_scaling.INTERCEPT_PRIOR_SD**2
+    value += 0.5 * c**2 / logit_scaling.EXTRA_PRIOR_SD**2 + 0.5 * ridge * a * a
     r = W * expit(eta) - W1
-    grad = [a * (r @ x) + max(theta[0], 0.0) / lm.LOG_SCALE_PRIOR_SD**2 + ridge * a * a]
+    grad = [
+        a * (r @ x)
+        + max(theta[0], 0.0) / logit_scaling.LOG_SCALE_PRIOR_SD**2
+        + ridge * a * a
+    ]
     if intercept:
-        grad.append(r.sum() + b / lm.INTERCEPT_PRIOR_SD**2)
+        grad.append(r.sum() + b / logit_scaling.INTERCEPT_PRIOR_SD**2)
     if extra is not None:
-        grad.append(r @ extra + c / lm.EXTRA_PRIOR_SD**2)
+        grad.append(r @ extra + c / logit_scaling.EXTRA_PRIOR_SD**2)
     return value, np.array(grad)
 
 
@@ -107,9 +118,9 @@ def _batch(problems):
 def test_batched_platt_fits_are_each_the_map_estimate(intercept):
     problems = _problems(np.random.default_rng(0))
     X, S = _batch(problems)
-    theta = lm.fit_platt_batch(X, S, intercept=intercept)
+    theta = logit_scaling.fit_platt_batch(X, S, intercept=intercept)
     # in reverse order and alone: the batch does not change any problem's fit
-    back = lm.fit_platt_batch(X[::-1], S[::-1], intercept=intercept)[::-1]
+    back = logit_scaling.fit_platt_batch(X[::-1], S[::-1], intercept=intercept)[::-1]
     for i, (x, W1, W) in enumerate(problems):
         ref = _reference(x, W1, W, intercept=intercept)
         f_ref = _objective(ref, x, W1, W, intercept=intercept)[0]
@@ -129,10 +140,13 @@ def test_batched_beta_and_ridge_fits_are_each_the_map_estimate():
     X, S = _batch(problems)
     # the beta base's second regressor log p(1 - p), and the ridge of its face
     E = -np.logaddexp(0.0, X) - np.logaddexp(0.0, -X)
-    for ridge in (0.0, (lm.BETA_SHAPE_LIMIT / lm.EXTRA_PRIOR_SD) ** 2):
+    for ridge in (
+        0.0,
+        (logit_bases.BETA_SHAPE_LIMIT / logit_scaling.EXTRA_PRIOR_SD) ** 2,
+    ):
         extra = E if ridge == 0.0 else None
         Xr = X if ridge == 0.0 else X + 0.9 * E
-        theta = lm.fit_platt_batch(Xr, S, extra=extra, ridge=ridge)
+        theta = logit_scaling.fit_platt_batch(Xr, S, extra=extra, ridge=ridge)
         for i, (x, W1, W) in enumerate(problems):
             m = x.shape[0]
             kw = {"ridge": ridge, "extra": None if extra is None else E[i, :m]}
@@ -148,7 +162,7 @@ def test_batched_beta_and_ridge_fits_are_each_the_map_estimate():
 
 def test_fit_platt_is_the_batch_of_one():
     x, W1, W = _problems(np.random.default_rng(2))[4]  # scores of 0 and 1
-    a, b = lm.fit_platt(x, np.array([W1, W]))
+    a, b = logit_scaling.fit_platt(x, np.array([W1, W]))
     ref = _reference(x, W1, W)
     np.testing.assert_allclose([a, b], _coef(ref), rtol=1e-7, atol=1e-8)
 
@@ -164,13 +178,13 @@ def test_fold_bases_fitted_together_are_each_fold_s_estimate(n_classes):
     y = P.argmax(axis=1)  # separable: every row's top class is right
     y[::7] = rng.integers(0, n_classes, y[::7].shape[0])  # a few mistakes
     w = rng.uniform(0.2, 3.0, n)
-    L = lm.log_probabilities(P, lm.score_floor(P))
-    folds = lm.stratified_folds(y, n_folds=3)
+    L = logit_scores.log_probabilities(P, logit_scores.score_floor(P))
+    folds = logit_selection.stratified_folds(y, n_folds=3)
     parts = [(L[folds != f], y[folds != f], w[folds != f]) for f in range(3)]
-    fitted = lm._ClassStatistics.many(parts, "sigmoid")
+    fitted = logit_multiclass._ClassStatistics.many(parts, "sigmoid")
     for (Lf, yf, wf), fold in zip(parts, fitted, strict=True):
         ab, _ = fold.coef
-        Z = lm.class_log_odds(Lf)
+        Z = logit_scores.class_log_odds(Lf)
         for k in range(n_classes):
             x = expit(Z[:, k])
             ref = _reference(x, wf * (yf == k), wf)
@@ -191,12 +205,14 @@ def test_grouped_binning_is_each_group_binned_alone():
     z[:50] = [-EDGE, EDGE] * 25
     y = (rng.random(n) < expit(z)).astype(float)
     w = rng.exponential(1.0, n)
-    nodes = lm.make_nodes(z, w)
+    nodes = logit_nodes.make_nodes(z, w)
     folds = rng.integers(0, 5, n)
-    grouped = lm.bin_to_nodes(z, y, w, nodes, folds, 5)
+    grouped = logit_nodes.bin_to_nodes(z, y, w, nodes, folds, 5)
     assert grouped.shape == (5, 2, nodes.shape[0])
     for f in range(5):
-        alone = lm.bin_to_nodes(z[folds == f], y[folds == f], w[folds == f], nodes)
+        alone = logit_nodes.bin_to_nodes(
+            z[folds == f], y[folds == f], w[folds == f], nodes
+        )
         np.testing.assert_array_equal(grouped[f], alone)
 
 
@@ -207,10 +223,12 @@ def test_folds_are_the_lexicographic_order_of_label_and_key(n_classes):
     for n in (7, 100, 5000):
         y = rng.integers(0, n_classes, n)
         for seed in (0, 3):
-            key = np.random.default_rng((lm.FOLD_ENTROPY, seed)).random(n)
+            key = np.random.default_rng((logit_selection.FOLD_ENTROPY, seed)).random(n)
             expected = np.empty(n, dtype=np.intp)
-            expected[np.lexsort((key, y))] = np.arange(n) % lm.N_FOLDS
-            np.testing.assert_array_equal(lm.stratified_folds(y, seed=seed), expected)
+            expected[np.lexsort((key, y))] = np.arange(n) % logit_selection.N_FOLDS
+            np.testing.assert_array_equal(
+                logit_selection.stratified_folds(y, seed=seed), expected
+            )
 
 
 def test_folds_break_ties_of_the_key_by_row_order(monkeypatch):
@@ -227,8 +245,8 @@ def test_folds_break_ties_of_the_key_by_row_order(monkeypatch):
 
     rng = np.random.default_rng(5)
     y = rng.integers(0, 3, 400)
-    key = TiedKeys((lm.FOLD_ENTROPY, 0)).random(400)
+    key = TiedKeys((logit_selection.FOLD_ENTROPY, 0)).random(400)
     expected = np.empty(400, dtype=np.intp)
-    expected[np.lexsort((key, y))] = np.arange(400) % lm.N_FOLDS
-    monkeypatch.setattr(lm.np.random, "default_rng", TiedKeys)
-    np.testing.assert_array_equal(lm.stratified_folds(y), expected)
+    expected[np.lexsort((key, y))] = np.arange(400) % logit_selection.N_FOLDS
+    monkeypatch.setattr(np.random, "default_rng", TiedKeys)
+    np.testing.assert_array_equal(logit_selection.stratified_folds(y), expected)

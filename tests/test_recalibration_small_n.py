@@ -16,7 +16,7 @@ from sklearn.metrics import log_loss
 from sklearn.svm import SVC
 
 from skcalib import KernelRecalibrator, RecalibratedClassifier
-from skcalib._backend import logit_map as lm
+from skcalib._backend import logit_scores
 
 # An over-confident network: true log-odds t ~ N(0, 5), reported scores
 # expit(4 t), so that about 17 % of them lie within 1e-12 of 0 or 1.
@@ -183,7 +183,7 @@ def test_scores_below_the_smallest_calibration_score():
     y = (rng.random(120) < _ATOM_ETA[j]).astype(int)
     rc = KernelRecalibrator().fit(s, y)
     np.testing.assert_array_equal(s, s_copy)
-    floor = lm.ZERO_SCORE_FRACTION * 0.2
+    floor = logit_scores.ZERO_SCORE_FRACTION * 0.2
     np.testing.assert_allclose(rc.score_floor_, [floor, floor])
     f = np.r_[0.0, 1e-300, floor / 2, floor, np.linspace(0.1, 0.9, 9), 1 - floor, 1.0]
     f_copy = f.copy()
@@ -207,7 +207,9 @@ def test_scores_below_the_smallest_calibration_score():
     mc = KernelRecalibrator().fit(P, yk)
     positive = np.where(P > 0, P, np.inf).min(axis=0)
     assert np.all((P == 0).any(axis=0))
-    np.testing.assert_allclose(mc.score_floor_, lm.ZERO_SCORE_FRACTION * positive)
+    np.testing.assert_allclose(
+        mc.score_floor_, logit_scores.ZERO_SCORE_FRACTION * positive
+    )
     new = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])
     new_copy = new.copy()
     Q = mc.transform(new)
@@ -380,7 +382,7 @@ def test_temperature_prior_does_not_hold_back_an_under_confident_model(monkeypat
     # the old, wider prior, and the median fitted beta near 4.
     from scipy.special import softmax
 
-    from skcalib._backend import logit_map as lm
+    from skcalib._backend import logit_scaling
 
     rng = np.random.default_rng(0)
     eta = rng.dirichlet(np.full(3, 0.7), size=2000)
@@ -390,7 +392,7 @@ def test_temperature_prior_does_not_hold_back_an_under_confident_model(monkeypat
     P = softmax(np.log(eta) / 4.0, axis=1)
 
     def fits(sd):
-        monkeypatch.setattr(lm, "TEMPERATURE_PRIOR_SD", sd)
+        monkeypatch.setattr(logit_scaling, "TEMPERATURE_PRIOR_SD", sd)
         excess, betas = [], []
         for r in range(12):
             g = np.random.default_rng(r)

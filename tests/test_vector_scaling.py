@@ -8,7 +8,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
 from skcalib import KernelRecalibrator
-from skcalib._backend import logit_map as lm
+from skcalib._backend import logit_scaling
 
 
 def _problem(n, rng, a, b):
@@ -32,11 +32,15 @@ def test_fit_matches_a_generic_optimiser_of_the_same_objective():
     def objective(t):
         M = np.exp(t[:K]) * L + t[K:]
         nll = w @ (np.logaddexp.reduce(M, axis=1) - M[rows, y])
-        penalty = np.sum(np.maximum(t[:K], 0.0) ** 2) / lm.LOG_SCALE_PRIOR_SD**2
-        return nll + 0.5 * (penalty + np.sum(t[K:] ** 2) / lm.INTERCEPT_PRIOR_SD**2)
+        penalty = (
+            np.sum(np.maximum(t[:K], 0.0) ** 2) / logit_scaling.LOG_SCALE_PRIOR_SD**2
+        )
+        return nll + 0.5 * (
+            penalty + np.sum(t[K:] ** 2) / logit_scaling.INTERCEPT_PRIOR_SD**2
+        )
 
     ref = minimize(objective, np.zeros(2 * K), method="BFGS", options={"gtol": 1e-8})
-    coef = lm.fit_vector_scaling(L, y, w)
+    coef = logit_scaling.fit_vector_scaling(L, y, w)
     theta = np.r_[np.log(coef[:, 0]), coef[:, 1]]
     assert objective(theta) <= ref.fun + 1e-9
     np.testing.assert_allclose(coef[:, 0], np.exp(ref.x[:K]), rtol=1e-4)

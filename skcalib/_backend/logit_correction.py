@@ -1,0 +1,221 @@
+"""The kernel correction of a parametric map, and the map it gives.
+
+At each node the offset maximises the kernel-weighted log-likelihood around
+the base fit (bandwidth ``h``), or follows a monotone fit (``MONOTONE``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+# The bandwidth that stands for the most local map of all: a monotone step
+# function (isotonic regression on the nodes), for calibration functions
+# with jumps that a smooth correction can only blur.
+MONOTONE = 0.0
+
+
+# Log-odds offsets are kept within this range where the data cannot pin them.
+_ALPHA_LIMIT = 30.0
+
+
+def node_coordinates(stats):
+    """Empirical distribution function at the nodes (mid-point of each mass)."""
+    W = stats[1]
+    total = W.sum()
+    return (np.cumsum(W) - 0.5 * W) / total if total > 0 else np.zeros_like(W)
+
+
+def correction_kernel(F, h):
+    """Gaussian kernels ``exp(-(F_k - F_j)^2 / (2 h^2))`` between node coordinates.
+
+    ``F`` of shape ``(m,)`` or ``(B, m)`` (one matrix per row).
+    """
+    F = np.asarray(F)
+    return np.exp(np.square(F[..., :, None] - F[..., None, :]) * (-0.5 / (h * h)))
+
+
+def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9, kern=None):
+    """Local-likelihood log-odds offsets ``alpha`` at the nodes ``u``.
+
+    ``alpha_k`` solves ``sum_j K_kj (W1_j - W_j expit(u_j + alpha_k)) +
+    prior (expit(u_k) - expit(u_k + alpha_k)) = 0`` with the Gaussian kernel
+    ``K_kj = exp(-(F_k - F_j)^2 / (2 h^2))`` in the coordinates ``F`` of
+    :func:`node_coordinates` (its peak is 1, so ``prior`` is a weight in the
+    units of ``W``; ``kern``, if given, is that matrix, from
+    :func:`correction_kernel`). Each equation is the score of a concave
+    one-parameter likelihood; Newton's method from ``init`` (default 0) with
+    steps capped at 4, until the offset moves by less than ``tol``. Offsets
+    are kept in ``[-30, 30]``: a node whose data all carry one label (and no
+    prior) would drift towards an infinite offset, and stopping it at the
+    bound rather than wherever its probability stops changing keeps the fit
+    independent of the path (sample order, warm starts), which matters
+    because ``alpha`` is interpolated between nodes. ``h = inf`` returns
+    zeros, ``h = MONOTONE`` (0) the isotonic fit of :func:`fit_monotone`.
+    """
+    return fit_corrections(
+        u[None],
+        np.asarray(stats)[None],
+        h,
+        prior,
+        init=None if init is None else init[None],
+        max_iter=max_iter,
+        tol=tol,
+        kern=None if kern is None else kern[None],
+    )[0]
+
+
+_BLOCK_ROWS = 256
+
+
+def _newton_step(a, kw, eu, kw1, u, base, prior):
+    """One Newton step of :func:`fit_corrections` on a block of rows."""
+    P = np.multiply(np.exp(-a)[:, None], eu)
+    P += 1.0
+    np.reciprocal(P, out=P)
+    own = expit(u + a)
+    grad = kw1 - np.einsum("kj,kj->k", kw, P) + prior * (base - own)
+    P *= 1.0 - P
+    curv = np.einsum("kj,kj->k", kw, P) + prior * own * (1.0 - own)
+    step = np.clip(grad / np.maximum(curv, 1e-300), -4.0, 4.0)
+    return np.clip(a + step, -_ALPHA_LIMIT, _ALPHA_LIMIT)
+
+
+def fit_corrections(
+    U, stats, h, prior, *, init=None, max_iter=100, tol=1e-9, kern=None
+):
+    """:func:`fit_correction` of ``B`` problems at once.
+
+    ``U`` of shape ``(B, m)``, ``stats`` ``(B, 2, m)``, ``init`` ``(B, m)``
+    and ``kern`` ``(B, m, m)``; returns the offsets, shape ``(B, m)``.
+    """
+    U = np.asarray(U, dtype=np.float64)
+    if not np.isfinite(h):
+        return np.zeros_like(U)
+    if h == MONOTONE:
+        return np.array(
+            [fit_monotone(u, st, prior) for u, st in zip(U, stats, strict=True)]
+        )
+    B, m = U.shape
+    W1, W = stats[:, 0], stats[:, 1]
+    if kern is None:
+        kern = correction_kernel(np.array([node_coordinates(st) for st in stats]), h)
+    # Every offset solves its own one-parameter equation: the B m equations
+    # are rows of one Newton iteration, and a row leaves it once converged
+    # (its next steps would be below round-off, Newton converging
+    # quadratically), so that the work follows the rows still moving.
+    kw1 = np.matmul(kern, W1[:, :, None])[:, :, 0].reshape(-1)
+    kw = (kern * W[:, None, :]).reshape(B * m, m)
+    u = U.reshape(-1)
+    base = expit(u)
+    # expit(u_j + alpha_k) = 1 / (1 + e^-u_j e^-alpha_k): one exponential per
+    # node and per offset instead of one per pair (|alpha| <= 30 keeps
+    # e^-alpha finite and positive, so an overflow of e^-u_j gives 0).
+    with np.errstate(over="ignore"):
+        eu = np.repeat(np.exp(-U), m, axis=0)
+    alpha = np.zeros(B * m) if init is None else np.array(init, dtype=np.float64)
+    alpha = alpha.reshape(-1)
+    rows = np.arange(B * m)
+    frozen = np.zeros(B * m, dtype=bool)
+    a = alpha.copy()
+    for _ in range(max_iter):
+        new = np.empty_like(a)
+        # Blocks of rows small enough for the cache (the work is a few
+        # passes over each row).
+        for lo in range(0, a.shape[0], _BLOCK_ROWS):
+            sl = slice(lo, lo + _BLOCK_ROWS)
+            new[sl] = _newton_step(
+                a[sl], kw[sl], eu[sl], kw1[sl], u[sl], base[sl], prior
+            )
+        done = (np.abs(new - a) < tol) & ~frozen
+        a = new
+        alpha[rows[done]] = a[done]
+        frozen |= done
+        if frozen.all():
+            break
+        # Converged rows keep being stepped (and ignored) until they are half
+        # of the block: dropping them costs a copy of the rest.
+        if 2 * np.count_nonzero(frozen) > frozen.shape[0]:
+            keep = ~frozen
+            rows, a, kw, eu = rows[keep], a[keep], kw[keep], eu[keep]
+            kw1, u, base, frozen = kw1[keep], u[keep], base[keep], frozen[keep]
+    else:
+        alpha[rows[~frozen]] = a[~frozen]
+    return alpha.reshape(B, m)
+
+
+def pool_adjacent_violators(mean, weight):
+    """Blocks of the weighted non-decreasing least-squares fit to ``mean``.
+
+    ``weight`` must be positive. Returns the block index of every entry
+    (blocks numbered from 0 in increasing order).
+    """
+    # Each block: (sum of weight * mean, sum of weight, first entry).
+    sums, weights, starts = [], [], []
+    for i, (m, w) in enumerate(zip(mean, weight, strict=True)):
+        sums.append(m * w)
+        weights.append(w)
+        starts.append(i)
+        while len(sums) > 1 and sums[-2] * weights[-1] >= sums[-1] * weights[-2]:
+            merged_sum, merged_weight = sums.pop(), weights.pop()
+            sums[-1] += merged_sum
+            weights[-1] += merged_weight
+            starts.pop()
+    block = np.zeros(len(mean), dtype=np.intp)
+    block[starts[1:]] = 1
+    return np.cumsum(block)
+
+
+def fit_monotone(u, stats, prior):
+    """Log-odds offsets of the isotonic fit at the nodes ``u``.
+
+    The node frequencies ``W1 / W`` are pooled into non-decreasing blocks
+    (:func:`pool_adjacent_violators`), each block's frequency is shrunk by
+    ``prior`` pseudo-observations labelled with the block's mean base
+    probability ``expit(u)``, which keeps it away from 0 and 1 (a running
+    maximum restores the order the shrinkage may break), and nodes without
+    mass take the value interpolated between their neighbours. Offsets are
+    ``logit(q) - u`` within ``[-30, 30]``.
+    """
+    W1, W = stats
+    has = W > 0
+    if not np.any(has):
+        return np.zeros_like(u)
+    block = pool_adjacent_violators(W1[has] / W[has], W[has])
+    size = np.bincount(block, W[has])
+    ones = np.bincount(block, W1[has])
+    base = np.bincount(block, W[has] * expit(u[has]))
+    q = np.maximum.accumulate((ones + prior * base / size) / (size + prior))
+    q = np.interp(u, u[has], q[block])
+    with np.errstate(divide="ignore"):
+        log_odds = np.log(q) - np.log1p(-q)
+    return np.clip(log_odds - u, -_ALPHA_LIMIT, _ALPHA_LIMIT)
+
+
+@dataclass(frozen=True)
+class LogitMap:
+    """``u -> expit(u + alpha(u))`` with ``alpha`` interpolated between nodes.
+
+    Beyond the extreme nodes ``alpha`` is constant. With ``clip`` (binary
+    maps) the map itself is constant there: no extrapolation beyond the
+    most extreme calibration score, where being more confident costs little
+    when right and much when wrong. Without it (multiclass maps) the
+    parametric base carries the map beyond them: each class clipped to its
+    own range and the row renormalised would reorder the classes of a row
+    more confident than any calibration row.
+    """
+
+    nodes: np.ndarray
+    alpha: np.ndarray
+    bandwidth: float
+    clip: bool = True
+
+    def log_odds(self, u):
+        inside = np.clip(u, self.nodes[0], self.nodes[-1])
+        if self.clip:
+            u = inside
+        if not np.any(self.alpha):
+            return u
+        return u + np.interp(inside, self.nodes, self.alpha)
