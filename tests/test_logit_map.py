@@ -487,17 +487,20 @@ def _exp_distorted_problem(n, seed, K=10):
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_corrected_multiclass_map_is_sharpened_out_of_fold(seed):
+def test_corrected_multiclass_map_is_sharpened_out_of_fold(seed, monkeypatch):
     # The one-vs-rest corrections, renormalised, leave this model's rows
     # over-confident. The selected map ends with an inverse temperature
     # fitted to its out-of-fold output, which must (i) equal that fit done by
     # hand and (ii) bring the exact expected log-loss closer to the entropy.
-    # (Samples on which a smooth correction is selected: on seed 0 the step
-    # map is, whose rows the second temperature does not improve.)
+    # Smooth corrections only: the step map, selected on most samples of
+    # this problem, is not sharpened.
     from dataclasses import replace
 
+    from skcalib._backend import logit_selection
     from skcalib._backend.logit_selection import N_FOLDS, stratified_folds
 
+    smooth = tuple(h for h in logit_selection.BANDWIDTHS if h != 0)
+    monkeypatch.setattr(logit_selection, "BANDWIDTHS", smooth)
     P, y, _ = _exp_distorted_problem(3000, seed)
     rc = KernelRecalibrator(shrinkage=0).fit(P, y)
     fit = rc.maps_[0]
@@ -1096,3 +1099,48 @@ def test_mixture_of_bases_on_adversarial_samples(kind, bound, monkeypatch):
     for n in (30, 100):
         out = _adversarial_excess(kind, n, "AVERAGE_BASES", monkeypatch)
         assert np.mean(out[True]) <= bound * np.mean(out[False]), n
+
+
+def test_monotone_map_shrinks_blocks_towards_the_overall_frequency():
+    # Distinct scores (every one a node): ten negatives, then ten rows with
+    # five positives, then ten positives. The isotonic blocks are the three
+    # groups; each is shrunk by two pseudo-observations at the overall
+    # frequency 1/2: (k + 1) / (m + 2).
+    def step_map(s, y):
+        rc = KernelRecalibrator(bandwidth=0.0, base="platt", shrinkage=0)
+        P = np.column_stack([1 - s, s])
+        return rc.fit(P, y).transform(P)[:, 1]
+
+    s = np.r_[
+        np.linspace(0.1, 0.3, 10), np.linspace(0.4, 0.6, 10), np.linspace(0.7, 0.9, 10)
+    ]
+    y = np.r_[np.zeros(10), np.tile([1.0, 0.0], 5), np.ones(10)]
+    expected = np.repeat([1 / 12, 6 / 12, 11 / 12], 10)
+    np.testing.assert_allclose(step_map(s, y), expected, rtol=1e-9)
+    # A lone negative below a block of ten rows with two positives: shrunk,
+    # the lone row (2 pi / 3) lies above the block ((2 + 2 pi) / 12), so the
+    # two are pooled by their weights 3 and 12, not carried over by a
+    # running maximum.
+    s = np.r_[0.05, np.linspace(0.1, 0.3, 10), np.linspace(0.7, 0.9, 10)]
+    y = np.r_[0.0, 1.0, 1.0, np.zeros(8), np.ones(10)]
+    pi = y.mean()
+    low = (2 * pi + 2 + 2 * pi) / 15
+    expected = np.r_[np.full(11, low), np.full(10, (10 + 2 * pi) / 12)]
+    np.testing.assert_allclose(step_map(s, y), expected, rtol=1e-9)
+
+
+def test_step_weight_is_the_posterior_of_two_models():
+    # Equal held-out losses leave the prior odds: 1 / (1 + odds). A step
+    # map ahead by log(odds) nats in total (over n_eff rows) is even with
+    # the smooth map; further ahead it takes the weight.
+    from skcalib._backend.logit_binary import STEP_PRIOR_ODDS, step_weight
+
+    rng = np.random.default_rng(0)
+    smooth = rng.uniform(0.1, 1.0, 400)
+    w = rng.uniform(0.5, 2.0, 400)
+    assert step_weight(smooth, smooth, w, 200.0) == pytest.approx(
+        1 / (1 + STEP_PRIOR_ODDS)
+    )
+    ahead = smooth - np.log(STEP_PRIOR_ODDS) / 200.0
+    assert step_weight(smooth, ahead, w, 200.0) == pytest.approx(0.5)
+    assert step_weight(smooth, smooth - 0.1, w, 200.0) > 0.999

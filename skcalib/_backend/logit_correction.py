@@ -172,12 +172,14 @@ def fit_monotone(u, stats, prior):
     """Log-odds offsets of the isotonic fit at the nodes ``u``.
 
     The node frequencies ``W1 / W`` are pooled into non-decreasing blocks
-    (:func:`pool_adjacent_violators`), each block's frequency is shrunk by
-    ``prior`` pseudo-observations labelled with the block's mean base
-    probability ``expit(u)``, which keeps it away from 0 and 1 (a running
-    maximum restores the order the shrinkage may break), and nodes without
-    mass take the value interpolated between their neighbours. Offsets are
-    ``logit(q) - u`` within ``[-30, 30]``.
+    (:func:`pool_adjacent_violators`); each block's frequency is shrunk by
+    ``2 prior`` pseudo-observations at the overall frequency ``sum W1 / sum
+    W`` (with balanced classes and unit weights, a block of ``k`` positives
+    in ``m`` rows gets ``(k + 1) / (m + 2)``, as Venn-Abers predictors
+    give), which keeps it away from 0 and 1; the shrunk frequencies, weighted
+    by ``size + 2 prior``, are pooled once more where the shrinkage broke
+    their order. Nodes without mass take the value interpolated between
+    their neighbours. Offsets are ``logit(q) - u`` within ``[-30, 30]``.
     """
     W1, W = stats
     has = W > 0
@@ -186,9 +188,17 @@ def fit_monotone(u, stats, prior):
     block = pool_adjacent_violators(W1[has] / W[has], W[has])
     size = np.bincount(block, W[has])
     ones = np.bincount(block, W1[has])
-    base = np.bincount(block, W[has] * expit(u[has]))
-    q = np.maximum.accumulate((ones + prior * base / size) / (size + prior))
-    q = np.interp(u, u[has], q[block])
+    # Shrinking towards the base's probability, as the smooth corrections
+    # do, gave blocks of ten negatives a probability of 0.012 where a steep
+    # base went there, and a running maximum instead of the second pooling
+    # carried a lone small block's 1/3 over half the scores: on a jump
+    # truth (exact excess log-loss, 3 samples) 77 / 35 / 7.8e-3 at n = 50 /
+    # 200 / 1000 against 41 / 17 / 5.3e-3 now (Venn-Abers 36 / 15 / 5.0).
+    weight = size + 2.0 * prior
+    q = (ones + 2.0 * prior * (W1.sum() / W.sum())) / weight
+    merged = pool_adjacent_violators(q, weight)
+    q = np.bincount(merged, q * weight) / np.bincount(merged, weight)
+    q = np.interp(u, u[has], q[merged[block]])
     with np.errstate(divide="ignore"):
         log_odds = np.log(q) - np.log1p(-q)
     return np.clip(log_odds - u, -_ALPHA_LIMIT, _ALPHA_LIMIT)

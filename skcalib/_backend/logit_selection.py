@@ -183,7 +183,7 @@ def _simplest_first(hs):
     return sorted(hs, reverse=True)
 
 
-def candidate_bandwidths(n_eff):
+def candidate_bandwidths(n_eff, min_step_rows=MIN_STEP_ROWS):
     """``BANDWIDTHS`` that the effective sample size ``n_eff`` can support.
 
     A Gaussian window whose standard deviation holds fewer than
@@ -192,12 +192,14 @@ def candidate_bandwidths(n_eff):
     MIN_STEP_ROWS`` rows its cross-validated loss is an average over folds
     whose steps differ from one fit to the next, and a few lucky folds make
     it look best (a map with steps of ten rows costs a few tenths of a nat
-    per test row where it is wrong). ``inf`` (no correction) always remains.
+    per test row where it is wrong). A selection that weighs the step map
+    by its evidence instead of choosing it (the binary mixture) passes
+    ``min_step_rows=0``. ``inf`` (no correction) always remains.
     """
     keep = []
     for h in BANDWIDTHS:
         if h == MONOTONE:
-            ok = n_eff >= MIN_STEP_ROWS
+            ok = n_eff >= min_step_rows
         else:
             ok = not np.isfinite(h) or h * n_eff >= MIN_WINDOW_ROWS
         if ok:
@@ -218,11 +220,14 @@ def uniform_mix(n):
     return 1.0 / (max(float(n), 0.0) + 1.0)
 
 
-def _candidates(bandwidth, base, auto_bases, n_eff):
-    """Bandwidths, bases and ``(base, h)`` pairs, simplest first."""
-    hs = _simplest_first(
-        candidate_bandwidths(n_eff) if bandwidth == "auto" else (float(bandwidth),)
-    )
+def _candidates(bandwidth, base, auto_bases, n_eff, weigh_step=False):
+    """Bandwidths, bases and ``(base, h)`` pairs, simplest first; the step
+    map at every size with ``weigh_step`` (see :func:`candidate_bandwidths`)."""
+    if bandwidth == "auto":
+        hs = candidate_bandwidths(n_eff, 0 if weigh_step else MIN_STEP_ROWS)
+    else:
+        hs = (float(bandwidth),)
+    hs = _simplest_first(hs)
     if base == "auto":
         bases = tuple(b for b in auto_bases if b != "beta" or n_eff >= MIN_BETA_ROWS)
     else:

@@ -109,7 +109,9 @@ default="auto"
         correction kernel in units of the empirical distribution function of
         the scores (``0.1``: a window of about a tenth of the data on each
         side), and ``0`` the most local map, a monotone step function
-        (isotonic regression of the labels on the base log-odds). Grid
+        (isotonic regression of the labels on the base log-odds). With
+        ``"auto"`` a binary map mixes the step map into the selected smooth
+        one, by the weight of its evidence. Grid
         maps (binary, classwise): ``"auto"`` minimises the leave-one-out
         log-loss over the Gaussian scale ``sigma``,
         ``"smece"`` takes the SmoothECE scale ``sigma*`` of the calibration
@@ -197,7 +199,9 @@ default="auto"
         Weight of the uniform distribution in the output.
     bandwidth_ : float or ndarray of shape (n_classes,)
         Bandwidth used: that of the logit map's correction (``inf`` when
-        there is none), ``sigma`` of the grid map, ``b`` of the Dirichlet
+        there is none; with the step map mixed in, that of the heavier of
+        the two, the weights in ``maps_[0].correction.weights``), ``sigma``
+        of the grid map, ``b`` of the Dirichlet
         kernel, or one ``sigma`` per class for ``"classwise"``.
     maps_ : list
         Fitted maps: the logit map, or the grid maps (one, or one per class
@@ -397,6 +401,10 @@ default="auto"
             if mixture:
                 weights = ", ".join(f"{b} {v:.2f}" for b, v in mixture.items())
                 chosen = f"base=mixture ({weights}), "
+            correction = getattr(self.maps_[0], "correction", None)
+            mixed = getattr(correction, "weights", None)
+            if mixed is not None:
+                chosen += f"step map weight {mixed[1]:.2f}, "
         note(
             self.verbose,
             f"{type(self).__name__}: chose {chosen}"
