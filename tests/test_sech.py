@@ -4,7 +4,7 @@ import multiprocessing
 
 import numpy as np
 import pytest
-from _references import sech_noise_of_words
+from _references import rational_tan, sech_noise_of_words
 from scipy import integrate, stats
 
 from skcalib._backend import sech_sampler
@@ -195,6 +195,68 @@ def test_proposal_bits_and_double_precision(h):
     )
     # The end of the tail: m = 1, |x| = h ln(2**65 / pi) = 44.4 h.
     assert np.abs(x[1:]).max() == pytest.approx(h * np.log(2.0**65 / np.pi), rel=1e-12)
+
+
+def _adversarial_m():
+    """Values of ``m`` at the edges of the magnitude's range and of its steps:
+    the smallest, powers of two and their neighbours (``m`` loses bits
+    when rounded to a double above 2**53), the angle next to π/4."""
+    powers = [2**k + d for k in range(64) for d in (-1, 0, 1)]
+    near_end = [2**63 - k for k in (1, 2, 3, 512, 513, 1023, 1024, 1025, 10**6)]
+    # Angles where tan θ crosses a power of two (its rounding changes step).
+    crossings = [
+        int(np.arctan(2.0**-k) * 2.0**65 / np.pi) + d
+        for k in range(30)
+        for d in (-1, 0, 1)
+    ]
+    m = [1, 2, 3, 5, 7, 1000, *powers, *near_end, *crossings]
+    return np.array(sorted({k for k in m if 1 <= k < 2**63}), dtype=np.uint64)
+
+
+def _magnitude_errors(m, computed):
+    """Errors of ``computed`` = ln tan(m π / 2**65) against mpmath (50
+    digits), in units in the last place of ``max(|ln tan|, 1/2)``.
+
+    Below 1/2 an absolute unit (2**-53): there ``ln tan θ`` is the small
+    difference of ``ln θ`` and ``ln(tan θ / θ)``, and the rounding of the
+    angle ``θ`` to a double (half a unit of ``θ`` and of ``m``), the same on
+    every path, already moves it by up to ~3e-16.
+    """
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    unit = mpmath.pi / mpmath.mpf(2) ** 65
+    errors = np.empty(m.size)
+    for i, (k, value) in enumerate(zip(m.tolist(), computed.tolist(), strict=True)):
+        exact = mpmath.log(mpmath.tan(k * unit))
+        scale = np.spacing(max(abs(float(exact)), 0.5))
+        errors[i] = float(abs(mpmath.mpf(value) - exact)) / scale
+    return errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compiled", [False, True])
+def test_magnitude_against_mpmath(monkeypatch, compiled):
+    # The magnitude ln tan θ of 1e5 random and adversarial m, through the
+    # sampler (h = 1/4 scales it exactly), against mpmath: within 4 units
+    # (see _magnitude_errors), as np.log(np.tan(θ)) measured the same way.
+    # The bound: half a unit for m rounded to a double and half for the
+    # product θ = m π / 2**65 move ln tan θ by up to 2**-52 θ / (sin θ cos
+    # θ) <= 2.8 units of 2**-53 (the same with np.tan); the rational tangent
+    # is within ~1 ulp and the logarithm adds half a unit of its result.
+    if compiled and not HAVE_NUMBA:
+        pytest.skip("needs numba")
+    monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", 0 if compiled else np.inf)
+    rng = np.random.default_rng(12)
+    m = np.concatenate(
+        [_adversarial_m(), rng.integers(1, 2**63, 100_000).astype(np.uint64)]
+    )
+    h = 0.25
+    x = sech_noise(m.size, h, _FixedWords(m)) / h
+    errors = _magnitude_errors(m, x)
+    theta = m.astype(np.float64) * (np.pi / 2.0**65)
+    old = _magnitude_errors(m, np.log(np.tan(theta)))
+    assert errors.max() <= 4.0
+    assert errors.max() <= old.max() + 0.5
 
 
 def test_threaded_blocks_equal_sequential_draws(monkeypatch):
@@ -493,6 +555,32 @@ def test_compiled_pcg64_stream_is_random_raw(n):
     mag = words.view(np.int64) & np.int64(2**63 - 1)
     np.testing.assert_array_equal(x, mag * (np.pi / 2.0**65))
     assert after == ref.state["state"]["state"]
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="needs numba")
+def test_compiled_tangent_is_the_numpy_one():
+    # The rational tangent (no fused multiply-add in either) gives the same
+    # bits compiled and by numpy passes, and those of its plain formula, on
+    # every angle of the sampler's range: random ones, the ends, the
+    # subnormal and tiny ones.
+    rng = np.random.default_rng(6)
+    top = np.pi / 4
+    theta = np.concatenate(
+        [
+            rng.uniform(0.0, top, 1_000_000),
+            rng.integers(0, 2**63, 100_000) * (np.pi / 2.0**65),
+            np.nextafter(top, 0.0) - np.arange(1000) * 2.0**-53,
+            [0.0, 5e-324, 1e-300, 2.0**-65 * np.pi, 1e-8, 0.5, top],
+        ]
+    )
+    compiled = theta.copy()
+    compiled_loops()[6](compiled)
+    passes = theta.copy()
+    work = np.empty((3, theta.size))
+    sech_sampler._tan_passes(passes, *work)
+    np.testing.assert_array_equal(compiled, passes)
+    np.testing.assert_array_equal(passes, rational_tan(theta))
+    np.testing.assert_allclose(passes, np.tan(theta), rtol=3e-16, atol=0.0)
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="needs numba")
