@@ -30,8 +30,8 @@ HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 # rounding). The term θ y R(y) is at most 27 % of tan θ, so this adds at most
 # ~0.2 ulp to tan θ, below the rounding of its evaluation (the test against
 # mpmath bounds the whole magnitude). Both the numpy passes
-# (``sech_sampler._tan_passes``) and the compiled loop evaluate it by the
-# same operations in the same order, without fused multiply-adds.
+# (``sech_sampler._log_tan_passes``) and the compiled loops evaluate it by
+# the same operations in the same order, without fused multiply-adds.
 TAN_P = (
     -1302.2752204144215,
     83.76688279271873,
@@ -41,10 +41,14 @@ TAN_P = (
 TAN_Q = (-3906.8256612432647, 1814.0309128754618, -95.9479915694313)
 _P0, _P1, _P2, _P3 = TAN_P
 _Q0, _Q1, _Q2 = TAN_Q
+# Divisor of the correction where the tangent is 0 (the angle of m = 0): any
+# positive value below the smallest nonzero tangent, ~8.5e-20.
+TINY = 5e-324
 
 
-def _tangents(x):
-    # tan of the angles in ``x``, in place, as ``sech_sampler._tan_passes``.
+def _tangents(x, corr):
+    # tan of the angles in ``x``, in place, and in ``corr`` the relative
+    # error of its rounding, as ``sech_sampler._log_tan_passes``.
     for i in range(x.shape[0]):
         t = x[i]
         y = t * t
@@ -62,7 +66,12 @@ def _tangents(x):
         a = a / b
         a = a * y
         a = a * t
-        x[i] = t + a
+        tan = t + a
+        e = t - tan
+        e = e + a
+        d = tan if tan > TINY else TINY
+        corr[i] = e / d
+        x[i] = tan
 
 
 def _angles(bits, angle, x):
@@ -72,11 +81,14 @@ def _angles(bits, angle, x):
         x[i] = np.float64(bits[i] & 0x7FFFFFFFFFFFFFFF) * angle
 
 
-def _sign_and_scale(x, bits, h):
-    # The sign from the top bit as arithmetic: a branch would stop the loop
-    # being vectorised. Exact, like numpy's sign-bit flip.
+def _sign_and_scale(x, corr, bits, h):
+    # ``x + corr`` (the logarithm of the rounded tangent and the rounding's
+    # correction), signed and scaled. The sign from the top bit as
+    # arithmetic: a branch would stop the loop being vectorised. Exact, like
+    # numpy's sign-bit flip.
     for i in range(x.shape[0]):
-        x[i] = x[i] * np.float64(1 - 2 * ((bits[i] >> 63) & 1)) * h
+        v = x[i] + corr[i]
+        x[i] = v * np.float64(1 - 2 * ((bits[i] >> 63) & 1)) * h
 
 
 def _finish(

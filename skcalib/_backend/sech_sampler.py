@@ -25,6 +25,7 @@ from .kernels import sech_ppf
 from .score_grid import GRID_BITS, round_to_grid
 from .sech_compiled import TAN_P as _TAN_P
 from .sech_compiled import TAN_Q as _TAN_Q
+from .sech_compiled import TINY as _TAN_TINY
 from .sech_compiled import compiled_loops
 
 __all__ = [
@@ -101,9 +102,10 @@ def sech_sample(
     other 63 bits give ``v = m / 2**64``, ``m = 1 .. 2**63 - 1`` (``m = 0``,
     an infinite proposal, is redrawn); ``h ln tan(π v / 2)`` is computed in
     double precision, the tangent by a rational approximation
-    (``_tan_passes``) and the logarithm by numpy: ``ln tan`` is within 4
-    units of ``2**-53 max(|ln tan|, 1/2)`` of its exact value, the rounding
-    of the angle ``π v / 2`` to a double included (as with ``np.tan``).
+    (``_log_tan_passes``) and the logarithm by numpy: ``ln tan`` is within
+    about 3.5 units of ``2**-53 max(|ln tan|, 1/2)`` of its exact value, the
+    rounding of the angle ``π v / 2`` to a double (up to π units) included,
+    as with ``np.log(np.tan)``.
     What this leaves of the exact law:
 
     * the tail beyond ``|s - s0| = 44.4 h`` (``m < 1``) is cut, an event of
@@ -453,9 +455,10 @@ def _noise_blocks(noise, h, bitgen, start, stop, loops):
             angles, sign_and_scale, tangents = loops[0], loops[1], loops[6]
             if not pcg:
                 angles(bits, _ANGLE_PER_UNIT, x)
-            tangents(x)
+            corr = scratch.noise_corr[: x.shape[0]]
+            tangents(x, corr)
             _log_in_place(x)
-            sign_and_scale(x, bits, np.float64(h))
+            sign_and_scale(x, corr, bits, np.float64(h))
     if pcg:
         # As ``random_raw`` leaves it (the 32-bit buffer untouched).
         state["state"]["state"] = position
@@ -521,9 +524,8 @@ def _noise_passes(bits, h, out, mag, work=None):
     np.multiply(mag, _ANGLE_PER_UNIT, out=out)
     if work is None:
         work = np.empty((2, out.shape[0]))
-    # ``mag`` is free once the angles are formed: it holds their squares.
-    _tan_passes(out, mag.view(np.float64), work[0], work[1])
-    _log_in_place(out)
+    # ``mag`` is free once the angles are formed: a work array too.
+    _log_tan_passes(out, mag.view(np.float64), work[0], work[1])
     # ln tan(π v / 2) <= 0: flipping its sign bit with the draw's sign bit
     # gives either side with probability 1/2.
     np.bitwise_and(bits, _SIGN_BIT, out=bits)
@@ -533,13 +535,17 @@ def _noise_passes(bits, h, out, mag, work=None):
     return out
 
 
-def _tan_passes(x, y, a, b):
-    """``tan x`` in place for angles ``x`` in [0, π/4], by numpy passes.
+def _log_tan_passes(x, y, a, b):
+    """``ln tan x`` in place for angles ``x`` in [0, π/4], by numpy passes.
 
-    ``θ + θ y P(y) / Q(y)``, ``y = θ²``, with the rational approximation of
-    :data:`~skcalib._backend.sech_compiled.TAN_P` and ``TAN_Q``: a dozen
-    multiplications and additions cost less than ``np.tan`` (a libm call per
-    value). The compiled twin (``sech_compiled._tangents``) does the same
+    ``tan x = x + x y P(y) / Q(y)``, ``y = x²``, with the rational
+    approximation of :data:`~skcalib._backend.sech_compiled.TAN_P` and
+    ``TAN_Q``: a dozen multiplications and additions cost less than
+    ``np.tan`` (a libm call per value). The rounding error ``e`` of the last
+    addition is exact (the larger term comes first), and ``ln tan x`` is
+    ``ln(rounded tan) + e / rounded tan``: that half unit of the tangent no
+    longer reaches the result. The compiled twins (``sech_compiled``'s
+    ``_tangents``, numpy's logarithm, then ``_sign_and_scale``) do the same
     operations in the same order. ``y``, ``a`` and ``b`` are float64 work
     arrays of the shape of ``x``.
     """
@@ -558,7 +564,15 @@ def _tan_passes(x, y, a, b):
     a /= b
     a *= y
     a *= x
+    np.add(x, a, out=b)
+    x -= b
     x += a
+    # m = 0 has tangent 0 and no error: the correction is 0, the
+    # logarithm -inf.
+    np.maximum(b, _TAN_TINY, out=y)
+    x /= y
+    _log_in_place(b)
+    x += b
     return x
 
 
@@ -820,6 +834,7 @@ class _SechScratch:
         self.bad = np.empty(size + _FLAG_PADDING, dtype=bool)
         self.sums = np.empty(size)
         self.noise_bits = np.empty(_COMPILED_NOISE_BLOCK, dtype=np.int64)
+        self.noise_corr = np.empty(_COMPILED_NOISE_BLOCK)
         self.tan_work = np.empty((2, size))
 
 
