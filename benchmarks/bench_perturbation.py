@@ -196,7 +196,7 @@ def bench_overhead(n_rows, n_features, repeat=60, old=None):
         share = _rejected_share(base, X)
         print(f"\n  base model: {label}; {100 * share:.2f} % of the rows rejected")
         _bench_calls(X, y, base, clf, repeat, old)
-    _bench_parts(base, X, n_rows, repeat)
+    _bench_parts(base, X, n_rows, repeat, old)
 
 
 def _bench_calls(X, y, base, clf, repeat, old):
@@ -230,7 +230,7 @@ def _bench_calls(X, y, base, clf, repeat, old):
         _print_overheads(wall, cpu, caller)
 
 
-def _bench_parts(base, X, n_rows, repeat):
+def _bench_parts(base, X, n_rows, repeat, old=None):
     # 2. The parts, alone (the last base model).
     P = base.predict_proba(X)
     gen = np.random.default_rng(0)
@@ -256,6 +256,17 @@ def _bench_parts(base, X, n_rows, repeat):
         "perturb_proba, noise included": lambda: perturb_proba(P, h, gen),
         "sech_sample, noise included": lambda: sech_sample(P[:, 1], h, gen),
     }
+    old_sampler = None if old is None else old._backend.sech_sampler
+    if hasattr(old_sampler, "sech_noise"):
+        # The noise of the old revision's sampler, in the same rounds.
+        runs[f"old sampler ({old.rev}): sech_noise"] = lambda: old_sampler.sech_noise(
+            n_rows, h, gen
+        )
+        runs[f"old sampler ({old.rev}): sech_noise, numpy passes"] = _with(
+            lambda: old_sampler.sech_noise(n_rows, h, gen),
+            old_sampler,
+            _sech_loops=lambda *args: None,
+        )
     print("\n  parts:")
     wall, cpu, _ = _interleaved(runs, repeat)
     _print_times(wall, cpu)
