@@ -59,18 +59,26 @@ class GridGeometry:
     def length(self):
         return self.hi - self.lo
 
-    def to_unit(self, s):
-        """Scores -> positions in [0, 1] on the grid."""
+    def to_unit(self, s, out=None, tmp=None):
+        """Scores -> positions in [0, 1] on the grid.
+
+        ``out`` and ``tmp`` (arrays of the shape of ``s``) receive the
+        positions and serve as scratch; new arrays are made when omitted.
+        """
         if self.metric == "l1":
-            return s
-        # the operations of ``(log(c) - log1p(-c) - lo) / length`` in place:
-        # one new array instead of five (page faults cost as much as the logs)
-        u = np.maximum(s, LOGIT_EPS)
+            if out is None:
+                return s
+            np.copyto(out, s)
+            return out
+        # logit(c) = log(c / (1 - c)): one logarithm instead of log(c) and
+        # log1p(-c), the costliest operations here. 1 - c is exact for
+        # c >= 1/2 and within half an ulp of 1 below, so the quotient, and
+        # the logit, are as accurate as the difference of the two logarithms.
+        u = np.maximum(s, LOGIT_EPS, out=out)
         np.minimum(u, 1.0 - LOGIT_EPS, out=u)
-        t = np.negative(u)
-        np.log1p(t, out=t)
+        t = np.subtract(1.0, u, out=tmp)
+        np.divide(u, t, out=u)
         np.log(u, out=u)
-        u -= t
         u -= self.lo
         u /= self.length
         return u
