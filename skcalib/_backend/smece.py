@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft as _fft
+from scipy import optimize as _optimize
 
 from .grid import (
     FINE_M,
@@ -214,19 +215,89 @@ def solve_sigma(stats, geometry, *, tol=SIGMA_TOL, lo=0.0, hi=1.0, grid=None):
     bracket needs the same grid of more than ``M`` cells (of
     ``geometry.grid_size(0.8 * sigma)``): a value found on ``M`` cells is then
     only read for that grid, and is found again on it.
+
+    The bisection's midpoints, stopping rule and answer are kept, but its
+    steps are not all evaluated: once two evaluated points bracket the root,
+    Brent's method (see :func:`_narrow_bracket`) narrows that bracket to a
+    fraction of the bisection's final width in a few evaluations, and a
+    midpoint outside the bracket takes the side the bracket gives it (the
+    difference is decreasing). Midpoints inside it are evaluated, as before.
     """
     stats = pyramid(stats)
+
+    def excess(sig):
+        return smece_at(stats, sig, geometry) - sig
+
+    final = _final_width(lo, hi, tol)
+    # the root is in (a, b]; fa, fb are the excesses there once evaluated
+    a, fa, b, fb = lo, None, hi, None
     while hi - lo > tol:
         if grid is not None:
             finest = geometry.grid_size(0.8 * lo, FINE_M)
             if finest > grid and finest == geometry.grid_size(0.8 * hi, FINE_M):
                 break
         mid = 0.5 * (lo + hi)
-        if smece_at(stats, mid, geometry) > mid:
+        if a < mid < b and fa is not None and fb is not None:
+            a, fa, b, fb = _narrow_bracket(excess, a, fa, b, fb, 0.25 * final)
+        if mid <= a:
+            above = True
+        elif mid >= b:
+            above = False
+        else:
+            f = excess(mid)
+            # ``s - mid > 0`` exactly when ``s > mid`` (IEEE subtraction)
+            above = f > 0
+            if above:
+                a, fa = mid, f
+            else:
+                b, fb = mid, f
+        if above:
             lo = mid
         else:
             hi = mid
     return 0.5 * (lo + hi)
+
+
+def _final_width(lo, hi, tol):
+    """Width of the bracket at which bisection of ``[lo, hi]`` stops."""
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        hi = mid
+    return hi - lo
+
+
+def _narrow_bracket(f, a, fa, b, fb, width):
+    """Shrink ``(a, b]`` holding the root of the decreasing ``f``
+    (``fa > 0 >= fb``) to about ``width``.
+
+    Brent's method locates the root to within ``width / 4``; each point it
+    evaluates is on a known side of the root, and the nearest ones on each
+    side make the bracket. The width is not guaranteed (the caller evaluates
+    any midpoint left inside). A kink in ``f`` (the grid is refined at some
+    bandwidths) makes Brent fall back to bisection steps.
+    """
+    seen = {a: fa, b: fb}
+
+    def recorded(x):
+        if x not in seen:
+            seen[x] = f(x)
+        return seen[x]
+
+    _optimize.brentq(
+        recorded,
+        a,
+        b,
+        xtol=0.25 * width,
+        rtol=4 * np.finfo(float).eps,
+        maxiter=200,
+        disp=False,
+    )
+    for x, fx in seen.items():
+        if fx > 0 and x > a:
+            a, fa = x, fx
+        elif fx <= 0 and x < b:
+            b, fb = x, fx
+    return a, fa, b, fb
 
 
 def smooth_curve(stats, sigma, geometry):
