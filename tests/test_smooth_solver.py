@@ -109,3 +109,21 @@ def test_search_keeps_the_bisection_of_an_exactly_calibrated_sample():
         geometry = _sm.GridGeometry(metric)
         stats = _sm.statistics(y, s, None, geometry, 4096)
         assert _sm.solve_sigma(stats, geometry) == plain_bisection(stats, geometry)
+
+
+@pytest.mark.parametrize("metric", ["l1", "logit"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_residual_statistics_are_the_difference_of_the_full_ones(metric, weighted):
+    # smooth_ece bins sum w (y - s) alone; the curve's statistics hold
+    # sum w y and sum w s apart, and their difference is the same residual
+    rng = np.random.default_rng(1)
+    n = 300_000  # several chunks
+    s = np.r_[rng.beta(0.5, 0.5, size=n - 3), 0.0, 1.0, 0.5]
+    y = (rng.uniform(size=n) < s).astype(float)
+    w = rng.uniform(0.5, 2.0, size=n) if weighted else None
+    geometry = _sm.GridGeometry(metric)
+    for M in (64, 4096, _sm.FINE_M):
+        resid, total = _sm.residual_statistics_of(y, s, w, geometry, M)
+        full = _sm.statistics(y, s, w, geometry, M)
+        assert total == pytest.approx(full[:, 0].sum(), rel=1e-12)
+        np.testing.assert_allclose(resid, full[:, 1] - full[:, 2], rtol=0, atol=1e-9)

@@ -21,6 +21,7 @@ from .grid import (
     grid_points,
     grid_size,
     reflected_smooth,
+    residual_statistics,
     trapezoid,
 )
 
@@ -152,24 +153,88 @@ def fit(y, s, w, geometry, sigma=None):
     if sigma is not None:
         stats = statistics(y, s, w, geometry, geometry.grid_size(0.8 * sigma, FINE_M))
         return smece_at(stats, sigma, geometry), sigma, stats
-    M = FIRST_PASS_M
-    fine = None
-    if geometry.metric != "l1":
+    if geometry.metric == "l1":
+        sig, stats = _search(
+            lambda M: pyramid(statistics(y, s, w, geometry, M)), geometry
+        )
+    else:
         # The logit grid is ~44 units long: sigma* of ~0.1 needs ~2**15 cells,
         # so a first pass on 2**12 nearly always leads to a second. Bin once on
         # the finest grid and take each grid of the search from its exact
         # coarsenings (the numbers of a direct binning up to round-off).
         fine = pyramid(statistics(y, s, w, geometry, FINE_M))
+        sig, stats = _search(lambda M: pyramid(fine.at(M)), geometry)
+    return self_consistent_value(stats, sig), sig, stats
+
+
+def fit_value(y, s, w, geometry, sigma=None):
+    """``(value, sigma)`` of :func:`fit`, from the binned residuals alone.
+
+    SmoothECE reads the statistics only through ``sum w (y - s)`` per grid
+    point and ``sum w`` (:func:`grid.residual_statistics`): half the
+    histograms of :func:`fit`, which also needs the curve's. The search and
+    its grids are those of :func:`fit`. A residual within round-off of zero
+    at every grid point is decided by :func:`fit` itself, whose exact test
+    (``sum w y == sum w s``) the residuals cannot repeat.
+    """
+
+    def residuals(M):
+        return ResidualPyramid(*residual_statistics_of(y, s, w, geometry, M), n=len(s))
+
+    if sigma is not None:
+        stats = residuals(geometry.grid_size(0.8 * sigma, FINE_M))
+        return smece_at(stats, sigma, geometry), sigma
+    if geometry.metric == "l1":
+        sig, stats = _search(residuals, geometry)
+    else:
+        fine = residuals(FINE_M)
+        sig, stats = _search(fine.coarsened, geometry)
+    if stats.near_zero():
+        return fit(y, s, w, geometry)[:2]
+    return sig, sig
+
+
+def _search(bin_at, geometry):
+    """``(sigma*, stats)``: the bandwidth search of :func:`fit` on the grids
+    ``bin_at(M)`` gives (a first pass on ``FIRST_PASS_M`` cells, then on the
+    grid the bandwidth found needs)."""
+    M = FIRST_PASS_M
     while True:
-        if fine is None:
-            stats = pyramid(statistics(y, s, w, geometry, M))
-        else:
-            stats = pyramid(fine.at(M))
+        stats = bin_at(M)
         sig = solve_sigma(stats, geometry, grid=M)
         need = geometry.grid_size(0.8 * sig, FINE_M)
         if need <= M:
-            return self_consistent_value(stats, sig), sig, stats
+            return sig, stats
         M = need
+
+
+def residual_statistics_of(y, s, w, geometry, M=FINE_M):
+    """:func:`grid.residual_statistics` on the grid of ``geometry``."""
+    transform = None if geometry.metric == "l1" else geometry.to_unit
+    return residual_statistics(y, s, w, M, transform=transform)
+
+
+class ResidualPyramid(GridPyramid):
+    """Binned residuals (:func:`grid.residual_statistics`) with their exact
+    coarsenings, the total weight, and a bound on their round-off."""
+
+    def __init__(self, resid, total, *, n):
+        super().__init__(resid)
+        self.total = total
+        # each grid sum is off by at most ~n eps times the total weight (the
+        # sums of the residuals, their differences and the coarsening steps);
+        # 8 times that is a safe margin for :meth:`near_zero`
+        self.roundoff = 8.0 * (n + self.fine_m) * np.finfo(float).eps * abs(total)
+        self._n = n
+
+    def coarsened(self, M):
+        """The residuals on ``M`` cells, as a pyramid of their own."""
+        return ResidualPyramid(self.at(M), self.total, n=self._n)
+
+    def near_zero(self):
+        """Every residual is within round-off of 0 (then the exact test of
+        :func:`self_consistent_value` on the full statistics decides)."""
+        return bool(np.abs(self.at(self.fine_m)).max() <= self.roundoff)
 
 
 def self_consistent_value(stats, sigma):
@@ -198,8 +263,10 @@ def smece_at(stats, sigma, geometry):
     stats = pyramid(stats)
     M = geometry.grid_size(sigma, stats.fine_m)
     h = stats.at(M)
-    total = h[:, 0].sum()
-    resid = (h[:, 1] - h[:, 2]) / total
+    if isinstance(stats, ResidualPyramid):
+        resid = h / stats.total
+    else:
+        resid = (h[:, 1] - h[:, 2]) / h[:, 0].sum()
     r = geometry.smooth(resid, sigma)
     return float(geometry.integrate(np.abs(r), M))
 

@@ -214,7 +214,7 @@ def smooth_ece(
     )
     values, sigmas = [], []
     for y, s, w in tasks:
-        value, sig, _ = _sm.fit(y, s, w, geometry, sigma)
+        value, sig = _sm.fit_value(y, s, w, geometry, sigma)
         values.append(value)
         sigmas.append(sig)
     value = float(np.mean(values))
