@@ -121,7 +121,7 @@ class _ChunkBuffers:
         return view
 
 
-def residual_statistics(y, s, w, M=FINE_M, *, transform=None):
+def residual_statistics(y, s, w, M=FINE_M, *, transform=None, interior=False):
     """Linearly binned residuals ``sum w (y - s)`` per grid point and ``sum w``.
 
     All that SmoothECE needs (:func:`calibration_statistics` also gives the
@@ -131,6 +131,8 @@ def residual_statistics(y, s, w, M=FINE_M, *, transform=None):
     four of ``2 M`` (the label needs no key of its own). ``s`` holds the
     scores; with ``transform`` the positions are ``transform(chunk, out,
     tmp)`` as in :func:`calibration_statistics`, else the scores themselves.
+    ``interior=True`` promises positions below 1, so that no index needs
+    clamping to the last cell.
 
     Returns
     -------
@@ -145,7 +147,7 @@ def residual_statistics(y, s, w, M=FINE_M, *, transform=None):
         sl = slice(start, min(start + _CHUNK, n))
         buf = work.rows(sl.stop - start)
         pos = s[sl] if transform is None else transform(s[sl], buf.pos, buf.tmp)
-        key, theta = _cell_index_into(pos, M, buf)
+        key, theta = _cell_index_into(pos, M, buf, clamp=not interior)
         r = np.subtract(y[sl], s[sl], out=buf.tmp)
         if w is not None:
             r *= w[sl]
@@ -158,12 +160,14 @@ def residual_statistics(y, s, w, M=FINE_M, *, transform=None):
     return resid, total
 
 
-def _cell_index_into(s, M, buf):
-    """:func:`bin_positions` written into the buffers of ``buf``."""
+def _cell_index_into(s, M, buf, *, clamp=True):
+    """:func:`bin_positions` written into the buffers of ``buf`` (with
+    ``clamp=False`` for positions known to be below 1)."""
     x = np.multiply(s, M, out=buf.pos)
     key = buf.key
     np.copyto(key, x, casting="unsafe")  # truncation, as ``astype``
-    np.minimum(key, M - 1, out=key)
+    if clamp:
+        np.minimum(key, M - 1, out=key)
     theta = np.subtract(x, key, out=buf.theta)
     return key, theta
 

@@ -76,8 +76,7 @@ class GridGeometry:
         # log1p(-c), the costliest operations here. 1 - c is exact for
         # c >= 1/2 and within half an ulp of 1 below, so the quotient, and
         # the logit, are as accurate as the difference of the two logarithms.
-        u = np.maximum(s, LOGIT_EPS, out=out)
-        np.minimum(u, 1.0 - LOGIT_EPS, out=u)
+        u = np.clip(s, LOGIT_EPS, 1.0 - LOGIT_EPS, out=out)
         t = np.subtract(1.0, u, out=tmp)
         np.divide(u, t, out=u)
         np.log(u, out=u)
@@ -210,8 +209,10 @@ def _search(bin_at, geometry):
 
 def residual_statistics_of(y, s, w, geometry, M=FINE_M):
     """:func:`grid.residual_statistics` on the grid of ``geometry``."""
-    transform = None if geometry.metric == "l1" else geometry.to_unit
-    return residual_statistics(y, s, w, M, transform=transform)
+    if geometry.metric == "l1":
+        return residual_statistics(y, s, w, M)
+    # the padded logit grid holds every clipped score strictly inside
+    return residual_statistics(y, s, w, M, transform=geometry.to_unit, interior=True)
 
 
 class ResidualPyramid(GridPyramid):
