@@ -10,8 +10,10 @@ that uses neither the grid nor the library.
 
 import numpy as np
 import pytest
+from scipy.special import logit
 
 from skcalib._backend import smece as _sm
+from skcalib.metrics import smooth_ece
 
 
 def plain_bisection(stats, geometry, tol=_sm.SIGMA_TOL, grid=None):
@@ -127,3 +129,66 @@ def test_residual_statistics_are_the_difference_of_the_full_ones(metric, weighte
         full = _sm.statistics(y, s, w, geometry, M)
         assert total == pytest.approx(full[:, 0].sum(), rel=1e-12)
         np.testing.assert_allclose(resid, full[:, 1] - full[:, 2], rtol=0, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# Brute force: the top-label logit smECE from direct Gaussian sums at the
+# exact logits, with neither the grid nor the library.
+# ---------------------------------------------------------------------------
+
+
+def _brute_logit_smece_sigma(u, r, sigma):
+    """``integral |(1/n) sum_i r_i phi_sigma(t - u_i)| dt`` on the real line.
+
+    Equal logits are merged first (the sum is linear in the masses). The
+    integral is a trapezoid rule with 40 points per ``sigma`` over the
+    support (8 ``sigma`` around every logit; between separate windows the
+    integrand is below 1e-14 and contributes nothing).
+    """
+    at, inverse = np.unique(u, return_inverse=True)
+    mass = np.bincount(inverse, weights=r) / u.shape[0]
+    offsets = sigma * np.linspace(-8.0, 8.0, 641)
+    span = at[-1] - at[0] + 16 * sigma
+    if span / (sigma / 40) <= 40_000:
+        t = np.linspace(
+            at[0] - 8 * sigma, at[-1] + 8 * sigma, int(span / sigma * 40) + 1
+        )
+    else:
+        t = np.unique((at[:, None] + offsets[None, :]).ravel())
+    density = np.zeros_like(t)
+    for start in range(0, at.shape[0], 500):
+        d = (t[:, None] - at[None, start : start + 500]) / sigma
+        density += np.exp(-0.5 * d * d) @ mass[start : start + 500]
+    density /= sigma * np.sqrt(2 * np.pi)
+    return np.trapezoid(np.abs(density), t)
+
+
+# n up to 1e5 where the confidences take few values (the direct sum merges
+# them); continuous confidences make it quadratic, so 2e4 is their largest n
+BRUTE_CASES = [(kind, n) for kind in KINDS for n in (50, 1000, 20_000)] + [
+    (kind, 100_000) for kind in ("rare_errors", "uniform_rows", "discrete")
+]
+
+
+@pytest.mark.parametrize(("kind", "n"), BRUTE_CASES)
+def test_top_label_logit_smece_is_the_direct_kernel_sum(kind, n):
+    # The fixed point is checked by the sign of the brute-force excess
+    # smECE_sigma - sigma just below and just above the returned value:
+    # it must change sign within TOL. TOL = 1e-4 is the accuracy the grid
+    # promises against direct kernel sums (40 grid steps per bandwidth at
+    # 0.8 sigma*, linear binning, a trapezoid rule); 1e-6 of it is the
+    # search's own tolerance.
+    TOL = 1e-4
+    rng = np.random.default_rng([KINDS.index(kind), n])
+    y, P = _top_label_rows(kind, n, 10, rng)
+    got = smooth_ece(y, P, metric="logit", labels=np.arange(10))
+    conf = P.max(axis=1)
+    correct = (P.argmax(axis=1) == y).astype(float)
+    u = logit(np.clip(conf, 1e-6, 1 - 1e-6))
+
+    def excess(sigma):
+        return _brute_logit_smece_sigma(u, correct - conf, sigma) - sigma
+
+    assert excess(got + TOL) < 0
+    if got > TOL:
+        assert excess(got - TOL) > 0
