@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._backend.score_grid import off_grid
-from ._backend.top_label import top_label_task
+from ._backend.top_label import scan_top_label, top_label_task
 from ._params import MAX_BOOTSTRAP as _MAX_BOOTSTRAP
 from ._params import Boolean, StrOptions, check_param
 
@@ -68,6 +68,9 @@ class CalibrationData:
         them does not pay for them).
     unit_weight : bool
         No weights were given (all weights are 1).
+    top_label : tuple of two ndarrays or None
+        ``(correct, conf)`` of the top-label reduction when it was made
+        while the probabilities were checked (``top_label=True``).
     """
 
     kind: str
@@ -76,6 +79,7 @@ class CalibrationData:
     proba: np.ndarray
     sample_weight: np.ndarray | None
     pos_label: object = None
+    top_label: tuple | None = None
 
     @functools.cached_property
     def weight(self):
@@ -168,11 +172,13 @@ def check_target(y, n_samples, *, name="y"):
     return y
 
 
-def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
+def check_probability_array(y_proba, *, name="y_proba", allow_1d=True, scan=True):
     """Validate probabilities: finite, in [0, 1] (tolerance then clip), rows sum to 1.
 
     Returns float64 scores: a read-only view of the caller's 2-D array when it
     needs no conversion, never a writable view of the caller's data.
+    ``scan=False`` checks the type and shape only and returns the float64
+    array: the caller checks the values later (:func:`_checked_values`).
     """
     if y_proba is None:
         raise ValueError(f"{name} must not be None.")
@@ -201,8 +207,18 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
         raise ValueError(f"{name} must be 1-D or 2-D, got {arr.ndim} dimensions.")
     if arr.shape[0] == 0:
         raise ValueError(f"{name} is empty; at least one sample is required.")
+    if not scan:
+        return arr
     wide = arr.ndim == 2 and arr.shape[1] >= 2
-    lo, hi, sums = _scan_probabilities(arr, wide)
+    return _checked_values(arr, y_proba, name, _scan_probabilities(arr, wide))
+
+
+def _checked_values(arr, y_proba, name, scan):
+    """The value checks of :func:`check_probability_array` on ``arr`` (the
+    float64 form of ``y_proba``), from its extremes ``scan = (lo, hi,
+    (sum_lo, sum_hi))`` (the row sums only for a matrix)."""
+    lo, hi, sums = scan
+    wide = arr.ndim == 2 and arr.shape[1] >= 2
     if not (lo >= -PROBA_TOL and hi <= 1 + PROBA_TOL):
         _check_finite(arr, name)
         raise ValueError(
@@ -236,8 +252,10 @@ def check_probability_array(y_proba, *, name="y_proba", allow_1d=True):
 
 
 # Values per block of :func:`_scan_probabilities`: a block read from memory
-# by its first reduction is in the L2 cache for the others.
-_SCAN_BLOCK = 1 << 15
+# by its first reduction is in the cache (L2/L3) for the others; 2**17
+# rather than 2**15 values per block (a megabyte) takes a quarter of the
+# numpy calls, 1.5 ms less per 1e6 x 10 matrix.
+_SCAN_BLOCK = 1 << 17
 
 
 def _scan_probabilities(arr, wide):
@@ -574,6 +592,7 @@ def check_calibration_inputs(
     pos_label=None,
     labels=None,
     require_binary=False,
+    top_label=False,
 ):
     """Validate ``(y_true, y_proba, sample_weight, pos_label, labels)``.
 
@@ -597,6 +616,11 @@ def check_calibration_inputs(
         class is absent.
     require_binary : bool, default=False
         Raise if the problem has more than two classes.
+    top_label : bool, default=False
+        The caller will reduce a multiclass problem to its top-label one:
+        the reduction is then made while ``y_proba`` is checked (one read of
+        the matrix instead of two) and kept on the result, whose checks of
+        the values come after those of the labels.
 
     Returns
     -------
@@ -611,7 +635,14 @@ def check_calibration_inputs(
         summary = _label_summary(y_true)
         if y_true.dtype.kind == "f" and not np.isfinite([summary[0], summary[1]]).all():
             raise ValueError("y_true contains NaN or infinity.")
-    proba = check_probability_array(y_proba, name="y_proba")
+    proba = check_probability_array(y_proba, name="y_proba", scan=not top_label)
+    if top_label and not (proba.ndim == 2 and proba.shape[1] > 2):
+        # not a multiclass matrix: checked now, as without top_label
+        wide = proba.ndim == 2 and proba.shape[1] >= 2
+        proba = _checked_values(
+            proba, y_proba, "y_proba", _scan_probabilities(proba, wide)
+        )
+        top_label = False
     n = y_true.shape[0]
     if proba.shape[0] != n:
         raise ValueError(
@@ -650,8 +681,16 @@ def check_calibration_inputs(
             if labels is None
             else _index_of(classes, y_true)
         )
+        reduced = None
+        if top_label:
+            proba, reduced = _checked_top_label(proba, y_proba, y_idx)
         return CalibrationData(
-            "multiclass", classes, y_idx.astype(np.int64, copy=False), proba, weight
+            "multiclass",
+            classes,
+            y_idx.astype(np.int64, copy=False),
+            proba,
+            weight,
+            top_label=reduced,
         )
 
     # Binary problem.
@@ -686,6 +725,18 @@ def check_calibration_inputs(
         scores = proba
     y = _indicator(y_true, pos_label, classes)
     return CalibrationData("binary", classes, y, scores, weight, pos_label)
+
+
+def _checked_top_label(arr, y_proba, y_idx):
+    """Check the values of the probability matrix ``arr`` (the float64 form
+    of ``y_proba``) and reduce it to its top-label problem in the same read:
+    ``(checked matrix, (correct, conf))``."""
+    correct, conf, lo, hi, sum_lo, sum_hi = scan_top_label(arr, y_idx)
+    checked = _checked_values(arr, y_proba, "y_proba", (lo, hi, (sum_lo, sum_hi)))
+    if not np.may_share_memory(checked, arr):
+        # values just outside [0, 1] were clipped: reduce the clipped ones
+        correct, conf = top_label_task(checked, y_idx)
+    return checked, (correct, conf)
 
 
 def default_pos_label(classes, *, from_labels=False):
@@ -798,6 +849,8 @@ def binary_tasks(data, multi_class, *, unit_as_none=False):
         return [(data.y, data.proba, w)]
     P = data.proba
     if multi_class == "top-label":
+        if data.top_label is not None:
+            return [(*data.top_label, w)]
         correct, conf = top_label_task(P, data.y)
         return [(correct, conf, w)]
     if multi_class == "classwise":

@@ -203,9 +203,56 @@ def test_top_label_task_is_first_argmax_with_ties(k, layout):
     else:
         data = check_calibration_inputs(y, P, labels=np.arange(k))
         ((correct, conf, _),) = binary_tasks(data, "top-label")
+        # reduced while the matrix is checked: the same numbers
+        fused = check_calibration_inputs(y, P, labels=np.arange(k), top_label=True)
+        np.testing.assert_array_equal(fused.proba, data.proba)
+        ((fused_correct, fused_conf, _),) = binary_tasks(fused, "top-label")
+        np.testing.assert_array_equal(fused_conf, conf_ref)
+        np.testing.assert_array_equal(fused_correct, correct_ref)
     np.testing.assert_array_equal(conf, conf_ref)
     np.testing.assert_array_equal(correct, correct_ref)
     np.testing.assert_array_equal(P, before)  # the input is not written
+
+
+def _bad_matrices(k, n, rng):
+    """Matrices that fail one value check (in a late block), and one whose
+    values just outside [0, 1] are clipped."""
+    P = rng.dirichlet(np.ones(k), size=n)
+    for value in (np.nan, np.inf, -np.inf, 1.5, -0.2):
+        bad = P.copy()
+        bad[n - 3, 1] = value
+        yield "bad", bad
+    bad = P.copy()
+    bad[n - 5] *= 1.01  # a row summing to 1.01
+    yield "bad", bad
+    clipped = P.copy()
+    clipped[n - 7, :] = 0.0
+    clipped[n - 7, 2] = 1.0 + 5e-9  # within the tolerance: clipped to 1
+    clipped[n - 9, 1] += clipped[n - 9, 0] + 5e-9
+    clipped[n - 9, 0] = -5e-9
+    yield "clipped", clipped
+
+
+@pytest.mark.parametrize("k", [3, 10, 40])
+def test_top_label_checks_are_those_of_the_plain_checks(k):
+    rng = np.random.default_rng(k)
+    n = 50_000
+    y = rng.integers(0, k, size=n)
+    for outcome, P in _bad_matrices(k, n, rng):
+        before = P.copy()
+        if outcome == "bad":
+            with pytest.raises(ValueError) as plain:
+                check_calibration_inputs(y, P, labels=np.arange(k))
+            with pytest.raises(ValueError) as fused:
+                check_calibration_inputs(y, P, labels=np.arange(k), top_label=True)
+            assert str(fused.value) == str(plain.value)
+        else:
+            data = check_calibration_inputs(y, P, labels=np.arange(k), top_label=True)
+            assert data.proba.min() == 0.0 and data.proba.max() == 1.0
+            np.testing.assert_array_equal(
+                binary_tasks(data, "top-label")[0][:2], _brute_top_label(data.proba, y)
+            )
+        np.testing.assert_array_equal(P, before)  # the input is not written
 
 
 def test_top_label_task_is_the_argmax_one():
@@ -224,8 +271,15 @@ def test_logit_positions_are_the_formula():
     g = _sm.GridGeometry("logit")
     s = np.concatenate([np.random.default_rng(0).uniform(size=5000), [0, 1, 1e-300]])
     c = np.clip(s, _sm.LOGIT_EPS, 1 - _sm.LOGIT_EPS)
-    ref = (np.log(c) - np.log1p(-c) - g.lo) / g.length
+    ref = (np.log(c / (1 - c)) - g.lo) / g.length
     np.testing.assert_array_equal(g.to_unit(s), ref)
+    # one logarithm of the quotient is as accurate as the difference of two:
+    # within a few ulps of the logit (about 1e-15 of the positions here)
+    two_logs = (np.log(c) - np.log1p(-c) - g.lo) / g.length
+    np.testing.assert_allclose(g.to_unit(s), two_logs, rtol=0, atol=1e-15)
+    # the buffered form writes the same numbers
+    out, tmp = np.empty_like(s), np.empty_like(s)
+    np.testing.assert_array_equal(g.to_unit(s, out, tmp), ref)
 
 
 def test_unit_weight_statistics_are_the_weighted_ones():

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft as _fft
+from scipy import optimize as _optimize
 
 from .grid import (
     FINE_M,
@@ -20,6 +21,7 @@ from .grid import (
     grid_points,
     grid_size,
     reflected_smooth,
+    residual_statistics,
     trapezoid,
 )
 
@@ -59,18 +61,25 @@ class GridGeometry:
     def length(self):
         return self.hi - self.lo
 
-    def to_unit(self, s):
-        """Scores -> positions in [0, 1] on the grid."""
+    def to_unit(self, s, out=None, tmp=None):
+        """Scores -> positions in [0, 1] on the grid.
+
+        ``out`` and ``tmp`` (arrays of the shape of ``s``) receive the
+        positions and serve as scratch; new arrays are made when omitted.
+        """
         if self.metric == "l1":
-            return s
-        # the operations of ``(log(c) - log1p(-c) - lo) / length`` in place:
-        # one new array instead of five (page faults cost as much as the logs)
-        u = np.maximum(s, LOGIT_EPS)
-        np.minimum(u, 1.0 - LOGIT_EPS, out=u)
-        t = np.negative(u)
-        np.log1p(t, out=t)
+            if out is None:
+                return s
+            np.copyto(out, s)
+            return out
+        # logit(c) = log(c / (1 - c)): one logarithm instead of log(c) and
+        # log1p(-c), the costliest operations here. 1 - c is exact for
+        # c >= 1/2 and within half an ulp of 1 below, so the quotient, and
+        # the logit, are as accurate as the difference of the two logarithms.
+        u = np.clip(s, LOGIT_EPS, 1.0 - LOGIT_EPS, out=out)
+        t = np.subtract(1.0, u, out=tmp)
+        np.divide(u, t, out=u)
         np.log(u, out=u)
-        u -= t
         u -= self.lo
         u /= self.length
         return u
@@ -143,24 +152,90 @@ def fit(y, s, w, geometry, sigma=None):
     if sigma is not None:
         stats = statistics(y, s, w, geometry, geometry.grid_size(0.8 * sigma, FINE_M))
         return smece_at(stats, sigma, geometry), sigma, stats
-    M = FIRST_PASS_M
-    fine = None
-    if geometry.metric != "l1":
+    if geometry.metric == "l1":
+        sig, stats = _search(
+            lambda M: pyramid(statistics(y, s, w, geometry, M)), geometry
+        )
+    else:
         # The logit grid is ~44 units long: sigma* of ~0.1 needs ~2**15 cells,
         # so a first pass on 2**12 nearly always leads to a second. Bin once on
         # the finest grid and take each grid of the search from its exact
         # coarsenings (the numbers of a direct binning up to round-off).
         fine = pyramid(statistics(y, s, w, geometry, FINE_M))
+        sig, stats = _search(lambda M: pyramid(fine.at(M)), geometry)
+    return self_consistent_value(stats, sig), sig, stats
+
+
+def fit_value(y, s, w, geometry, sigma=None):
+    """``(value, sigma)`` of :func:`fit`, from the binned residuals alone.
+
+    SmoothECE reads the statistics only through ``sum w (y - s)`` per grid
+    point and ``sum w`` (:func:`grid.residual_statistics`): half the
+    histograms of :func:`fit`, which also needs the curve's. The search and
+    its grids are those of :func:`fit`. A residual within round-off of zero
+    at every grid point is decided by :func:`fit` itself, whose exact test
+    (``sum w y == sum w s``) the residuals cannot repeat.
+    """
+
+    def residuals(M):
+        return ResidualPyramid(*residual_statistics_of(y, s, w, geometry, M), n=len(s))
+
+    if sigma is not None:
+        stats = residuals(geometry.grid_size(0.8 * sigma, FINE_M))
+        return smece_at(stats, sigma, geometry), sigma
+    if geometry.metric == "l1":
+        sig, stats = _search(residuals, geometry)
+    else:
+        fine = residuals(FINE_M)
+        sig, stats = _search(fine.coarsened, geometry)
+    if stats.near_zero():
+        return fit(y, s, w, geometry)[:2]
+    return sig, sig
+
+
+def _search(bin_at, geometry):
+    """``(sigma*, stats)``: the bandwidth search of :func:`fit` on the grids
+    ``bin_at(M)`` gives (a first pass on ``FIRST_PASS_M`` cells, then on the
+    grid the bandwidth found needs)."""
+    M = FIRST_PASS_M
     while True:
-        if fine is None:
-            stats = pyramid(statistics(y, s, w, geometry, M))
-        else:
-            stats = pyramid(fine.at(M))
+        stats = bin_at(M)
         sig = solve_sigma(stats, geometry, grid=M)
         need = geometry.grid_size(0.8 * sig, FINE_M)
         if need <= M:
-            return self_consistent_value(stats, sig), sig, stats
+            return sig, stats
         M = need
+
+
+def residual_statistics_of(y, s, w, geometry, M=FINE_M):
+    """:func:`grid.residual_statistics` on the grid of ``geometry``."""
+    if geometry.metric == "l1":
+        return residual_statistics(y, s, w, M)
+    # the padded logit grid holds every clipped score strictly inside
+    return residual_statistics(y, s, w, M, transform=geometry.to_unit, interior=True)
+
+
+class ResidualPyramid(GridPyramid):
+    """Binned residuals (:func:`grid.residual_statistics`) with their exact
+    coarsenings, the total weight, and a bound on their round-off."""
+
+    def __init__(self, resid, total, *, n):
+        super().__init__(resid)
+        self.total = total
+        # each grid sum is off by at most ~n eps times the total weight (the
+        # sums of the residuals, their differences and the coarsening steps);
+        # 8 times that is a safe margin for :meth:`near_zero`
+        self.roundoff = 8.0 * (n + self.fine_m) * np.finfo(float).eps * abs(total)
+        self._n = n
+
+    def coarsened(self, M):
+        """The residuals on ``M`` cells, as a pyramid of their own."""
+        return ResidualPyramid(self.at(M), self.total, n=self._n)
+
+    def near_zero(self):
+        """Every residual is within round-off of 0 (then the exact test of
+        :func:`self_consistent_value` on the full statistics decides)."""
+        return bool(np.abs(self.at(self.fine_m)).max() <= self.roundoff)
 
 
 def self_consistent_value(stats, sigma):
@@ -189,8 +264,10 @@ def smece_at(stats, sigma, geometry):
     stats = pyramid(stats)
     M = geometry.grid_size(sigma, stats.fine_m)
     h = stats.at(M)
-    total = h[:, 0].sum()
-    resid = (h[:, 1] - h[:, 2]) / total
+    if isinstance(stats, ResidualPyramid):
+        resid = h / stats.total
+    else:
+        resid = (h[:, 1] - h[:, 2]) / h[:, 0].sum()
     r = geometry.smooth(resid, sigma)
     return float(geometry.integrate(np.abs(r), M))
 
@@ -206,19 +283,89 @@ def solve_sigma(stats, geometry, *, tol=SIGMA_TOL, lo=0.0, hi=1.0, grid=None):
     bracket needs the same grid of more than ``M`` cells (of
     ``geometry.grid_size(0.8 * sigma)``): a value found on ``M`` cells is then
     only read for that grid, and is found again on it.
+
+    The bisection's midpoints, stopping rule and answer are kept, but its
+    steps are not all evaluated: once two evaluated points bracket the root,
+    Brent's method (see :func:`_narrow_bracket`) narrows that bracket to a
+    fraction of the bisection's final width in a few evaluations, and a
+    midpoint outside the bracket takes the side the bracket gives it (the
+    difference is decreasing). Midpoints inside it are evaluated, as before.
     """
     stats = pyramid(stats)
+
+    def excess(sig):
+        return smece_at(stats, sig, geometry) - sig
+
+    final = _final_width(lo, hi, tol)
+    # the root is in (a, b]; fa, fb are the excesses there once evaluated
+    a, fa, b, fb = lo, None, hi, None
     while hi - lo > tol:
         if grid is not None:
             finest = geometry.grid_size(0.8 * lo, FINE_M)
             if finest > grid and finest == geometry.grid_size(0.8 * hi, FINE_M):
                 break
         mid = 0.5 * (lo + hi)
-        if smece_at(stats, mid, geometry) > mid:
+        if a < mid < b and fa is not None and fb is not None:
+            a, fa, b, fb = _narrow_bracket(excess, a, fa, b, fb, 0.25 * final)
+        if mid <= a:
+            above = True
+        elif mid >= b:
+            above = False
+        else:
+            f = excess(mid)
+            # ``s - mid > 0`` exactly when ``s > mid`` (IEEE subtraction)
+            above = f > 0
+            if above:
+                a, fa = mid, f
+            else:
+                b, fb = mid, f
+        if above:
             lo = mid
         else:
             hi = mid
     return 0.5 * (lo + hi)
+
+
+def _final_width(lo, hi, tol):
+    """Width of the bracket at which bisection of ``[lo, hi]`` stops."""
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        hi = mid
+    return hi - lo
+
+
+def _narrow_bracket(f, a, fa, b, fb, width):
+    """Shrink ``(a, b]`` holding the root of the decreasing ``f``
+    (``fa > 0 >= fb``) to about ``width``.
+
+    Brent's method locates the root to within ``width / 4``; each point it
+    evaluates is on a known side of the root, and the nearest ones on each
+    side make the bracket. The width is not guaranteed (the caller evaluates
+    any midpoint left inside). A kink in ``f`` (the grid is refined at some
+    bandwidths) makes Brent fall back to bisection steps.
+    """
+    seen = {a: fa, b: fb}
+
+    def recorded(x):
+        if x not in seen:
+            seen[x] = f(x)
+        return seen[x]
+
+    _optimize.brentq(
+        recorded,
+        a,
+        b,
+        xtol=0.25 * width,
+        rtol=4 * np.finfo(float).eps,
+        maxiter=200,
+        disp=False,
+    )
+    for x, fx in seen.items():
+        if fx > 0 and x > a:
+            a, fa = x, fx
+        elif fx <= 0 and x < b:
+            b, fb = x, fx
+    return a, fa, b, fb
 
 
 def smooth_curve(stats, sigma, geometry):

@@ -53,7 +53,12 @@ def _prepare(
     if sigma is not None:
         sigma = check_sigma(sigma, minimum=geometry.finest_sigma)
     data = check_calibration_inputs(
-        y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
+        y_true,
+        y_proba,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        top_label=multi_class == "top-label",
     )
     tasks = binary_tasks(data, multi_class, unit_as_none=unit_as_none)
     return data, tasks, geometry, sigma
@@ -214,7 +219,7 @@ def smooth_ece(
     )
     values, sigmas = [], []
     for y, s, w in tasks:
-        value, sig, _ = _sm.fit(y, s, w, geometry, sigma)
+        value, sig = _sm.fit_value(y, s, w, geometry, sigma)
         values.append(value)
         sigmas.append(sig)
     value = float(np.mean(values))
