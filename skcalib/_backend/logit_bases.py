@@ -131,6 +131,11 @@ def _base_regressors(z, base):
 
 
 def posterior_draws(z_nodes, stats, base, coef):
+    """Quadrature of the posterior of the base (see :func:`_posterior`)."""
+    return _posterior(z_nodes, stats, base, coef)[0]
+
+
+def _posterior(z_nodes, stats, base, coef):
     """Quadrature of the posterior of the base: parameter points and weights.
 
     The likelihood and the priors are those of :func:`fit_platt` (the beta
@@ -144,8 +149,10 @@ def posterior_draws(z_nodes, stats, base, coef):
     ``POSTERIOR_SPAN`` standard deviations either side of the maximum, in
     the principal axes of the Laplace approximation there; each point is
     weighted by its exact (unnormalised) posterior density. Returns
-    ``(theta, weights)``, ``theta`` of shape ``(G, d)`` holding ``(log a, b[,
-    c])`` (``b = 0`` for the temperature base), weights summing to one.
+    ``((theta, weights), eta, e)``: ``theta`` of shape ``(G, d)`` holding
+    ``(log a, b[, c])`` (``b = 0`` for the temperature base), weights summing
+    to one; the points' log-odds at the nodes and their ``exp(-|eta|)``
+    (for :func:`_mean_log_odds` at the nodes without a second pass).
     """
     W1, W = stats
     x, X = _base_regressors(z_nodes, base)
@@ -174,7 +181,8 @@ def posterior_draws(z_nodes, stats, base, coef):
     T = T[np.einsum("ij,ij->i", T, T) <= POSTERIOR_SPAN**2]
     theta = theta0 + (T / np.sqrt(lam)) @ vec.T
     eta = np.exp(theta[:, :1]) * x + theta[:, 1:] @ X
-    nll = _softplus(eta) @ W - eta @ W1
+    e = np.exp(-np.abs(eta))
+    nll = _softplus(eta, e) @ W - eta @ W1
     pen = np.concatenate([np.maximum(theta[:, :1], 0.0), theta[:, 1:]], axis=1)
     # The slope's prior as a density of a: flat below 1 (the penalty's flat
     # side is in log a, where it would be improper), half-normal in log a
@@ -189,7 +197,7 @@ def posterior_draws(z_nodes, stats, base, coef):
     theta = np.concatenate([theta, np.zeros((theta.shape[0], 3 - free))], axis=1)
     if base == "temperature":
         theta[:, 1] = 0.0
-    return theta, weights / weights.sum()
+    return (theta, weights / weights.sum()), eta[keep], e[keep]
 
 
 def predictive_log_odds(z, base, draws):
@@ -198,23 +206,33 @@ def predictive_log_odds(z, base, draws):
     x, X = _base_regressors(z, base)
     X = np.vstack([X, np.zeros((2 - X.shape[0], z.shape[0]))])
     eta = np.exp(theta[:, :1]) * x + theta[:, 1:] @ X
+    return _mean_log_odds(eta, weights)
+
+
+def _mean_log_odds(eta, weights, e=None):
+    """Log-odds of the ``weights``-mean probability of the points ``eta``."""
     # Each side's mean probability separately: no cancellation where one is
     # tiny (below 1e-300 only beyond log-odds of 690).
-    p1, p0 = _expit_pair(eta)
+    p1, p0 = _expit_pair(eta, e)
     q1, q0 = weights @ p1, weights @ p0
     return np.log(np.maximum(q1, 1e-300)) - np.log(np.maximum(q0, 1e-300))
 
 
-def _softplus(eta):
+def _softplus(eta, e=None):
     """``log(1 + e^eta)`` (as ``np.logaddexp(0, eta)`` to a few ulps, in
-    half its time: ``exp`` is vectorised here, ``logaddexp`` is not)."""
-    return np.maximum(eta, 0.0) + np.log1p(np.exp(-np.abs(eta)))
+    half its time: ``exp`` is vectorised here, ``logaddexp`` is not);
+    ``e = exp(-|eta|)`` if already computed."""
+    if e is None:
+        e = np.exp(-np.abs(eta))
+    return np.maximum(eta, 0.0) + np.log1p(e)
 
 
-def _expit_pair(eta):
-    """``(expit(eta), expit(-eta))`` from one ``exp``, neither as one minus
-    the other (no cancellation where one of them is tiny)."""
-    e = np.exp(-np.abs(eta))
+def _expit_pair(eta, e=None):
+    """``(expit(eta), expit(-eta))`` from one ``exp`` (``e = exp(-|eta|)``,
+    if already computed), neither as one minus the other (no cancellation
+    where one of them is tiny)."""
+    if e is None:
+        e = np.exp(-np.abs(eta))
     big = 1.0 / (1.0 + e)
     small = e * big
     positive = eta >= 0
@@ -253,5 +271,5 @@ def _fold_base_log_odds(nodes, stats, base):
 def _posterior_log_odds(z_nodes, stats, base, coef):
     """The posterior predictive log-odds of the base at the nodes, and the
     quadrature of its posterior around the maximum ``coef``."""
-    draws = posterior_draws(z_nodes, stats, base, coef)
-    return predictive_log_odds(z_nodes, base, draws), draws
+    draws, eta, e = _posterior(z_nodes, stats, base, coef)
+    return _mean_log_odds(eta, draws[1], e), draws
