@@ -131,11 +131,6 @@ def _base_regressors(z, base):
 
 
 def posterior_draws(z_nodes, stats, base, coef):
-    """Quadrature of the posterior of the base (see :func:`_posterior`)."""
-    return _posterior(z_nodes, stats, base, coef)[0]
-
-
-def _posterior(z_nodes, stats, base, coef):
     """Quadrature of the posterior of the base: parameter points and weights.
 
     The likelihood and the priors are those of :func:`fit_platt` (the beta
@@ -271,5 +266,5 @@ def _fold_base_log_odds(nodes, stats, base):
 def _posterior_log_odds(z_nodes, stats, base, coef):
     """The posterior predictive log-odds of the base at the nodes, and the
     quadrature of its posterior around the maximum ``coef``."""
-    draws, eta, e = _posterior(z_nodes, stats, base, coef)
+    draws, eta, e = posterior_draws(z_nodes, stats, base, coef)
     return _mean_log_odds(eta, draws[1], e), draws
