@@ -1153,7 +1153,10 @@ def test_step_weight_is_the_posterior_of_two_models():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["calibrated", "discrete", "exact 0 and 1", "rare"])
+# The two populations on which a step map weighted too heavily costs most
+# (prior odds 0.1: 2.3-2.6 and 1.1-1.8 times); four atoms and exact 0 and 1
+# measured within 1.1 % (kept out for the suite's time).
+@pytest.mark.parametrize("kind", ["calibrated", "rare"])
 def test_step_map_weight_costs_little_where_no_step_is_needed(kind, monkeypatch):
     # The step map is mixed into binary maps at every size by the weight of
     # its evidence; on the adversarial samples of
