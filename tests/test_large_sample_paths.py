@@ -398,7 +398,7 @@ def test_compiled_top_label_scan_is_the_numpy_one(monkeypatch, k, layout):
     # -0.0, values outside [0, 1] (clipped or not), NaN and infinity, and
     # row sums at the tolerance, in every layout; the input is not written.
     rng = np.random.default_rng(k)
-    n = 20_000
+    n = 20_003  # four stretches of rows, and three rows after them
     y = rng.integers(0, k, size=n)
     matrices = [P for _, P in _bad_matrices(k, n, rng)]
     matrices.append(_edge_rows(k, n, rng))
