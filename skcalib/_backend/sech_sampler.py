@@ -297,7 +297,12 @@ def sech_noise_async(n, h, rng, *, with_complement=False, reserve=0):
     if reserve >= _PROPOSAL_MIN_SIZE:
         state = bitgen.state
         # Queued after the noise on the same thread: never in its way.
-        words = pool.submit(_noise_buffer, reserve, h, (type(bitgen), state), 1, False)
+        # By the compiled loops, which the noise itself uses: below their
+        # threshold (a reserve of n / 8 from 2**16 rows) numpy passes would
+        # take twice the time.
+        words = pool.submit(
+            _noise_buffer, reserve, h, (type(bitgen), state), 1, False, n
+        )
         ahead = ProposalReserve(bitgen, state, words)
     return _PairFuture(noise, ahead)
 
@@ -377,11 +382,11 @@ class _DoneFuture:
         return self._value
 
 
-def _noise_buffer(n, h, bitgen, n_threads, with_complement):
+def _noise_buffer(n, h, bitgen, n_threads, with_complement, size=None):
     if isinstance(bitgen, tuple):
         bitgen = _stream(*bitgen)
     if not with_complement:
-        return _sech_noise(n, h, bitgen, n_threads, None)
+        return _sech_noise(n, h, bitgen, n_threads, None, size)
     buf = np.empty((2, n))
     _sech_noise(n, h, bitgen, n_threads, buf[1])
     # Touch the free row's pages here, off the caller's thread: faulting them
@@ -395,13 +400,14 @@ def _uses_proposals(n, h):
     return n >= _PROPOSAL_MIN_SIZE and h <= _PROPOSAL_MAX_SCALE
 
 
-def _sech_noise(n, h, bitgen, n_threads, out):
+def _sech_noise(n, h, bitgen, n_threads, out, size=None):
+    # ``size``: the sample size that decides on the compiled loops, if not n.
     if not _uses_proposals(n, h):
         return np.empty(0) if out is None else out
     noise = np.empty(n) if out is None else out
     if noise.shape != (n,) or noise.dtype != np.float64 or not noise.flags.c_contiguous:
         raise ValueError("out must be a contiguous float64 array of shape (n,).")
-    loops = _sech_loops(n)
+    loops = _sech_loops(n if size is None else size)
     groups = _block_groups(n, n_threads if _skips(bitgen) else 1)
     if len(groups) == 1:
         _noise_blocks(noise, h, bitgen, 0, n, loops)
