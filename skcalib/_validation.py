@@ -731,7 +731,9 @@ def _checked_top_label(arr, y_proba, y_idx):
     """Check the values of the probability matrix ``arr`` (the float64 form
     of ``y_proba``) and reduce it to its top-label problem in the same read:
     ``(checked matrix, (correct, conf))``."""
-    correct, conf, lo, hi, sum_lo, sum_hi = scan_top_label(arr, y_idx)
+    correct, conf, lo, hi, sum_lo, sum_hi = scan_top_label(
+        arr, y_idx, tol=(PROBA_TOL, ROW_SUM_TOL)
+    )
     checked = _checked_values(arr, y_proba, "y_proba", (lo, hi, (sum_lo, sum_hi)))
     if not np.may_share_memory(checked, arr):
         # values just outside [0, 1] were clipped: reduce the clipped ones

@@ -12,10 +12,16 @@ import numpy as np
 import pytest
 
 from skcalib._backend import smece as _sm
+from skcalib._backend import top_label
 from skcalib._backend.binning import SELECT_MIN, percentile_edges
 from skcalib._backend.grid import calibration_statistics
 from skcalib._backend.top_label import top_label_task
-from skcalib._validation import binary_tasks, check_calibration_inputs
+from skcalib._validation import (
+    PROBA_TOL,
+    ROW_SUM_TOL,
+    binary_tasks,
+    check_calibration_inputs,
+)
 from skcalib.metrics import binned_calibration_error, smooth_ece
 
 N = SELECT_MIN + 12_345  # above the thresholds, several chunks
@@ -344,3 +350,79 @@ def test_logit_fit_from_one_binning_is_the_direct_search(seed):
     got = stats.at(stats.fine_m)
     assert got.shape == ref_stats.shape
     np.testing.assert_allclose(got, ref_stats, rtol=1e-9, atol=1e-9 * ref_stats.max())
+
+
+def _edge_rows(k, n, rng):
+    """Tied rows, and rows summing to 1 within a few units of 2**-53 of the
+    tolerance on either side (a sum's last bits depend on the order it is
+    added in)."""
+    P = _tied_rows(k, n, rng)
+    P[1::23] = 1.0 / (k - 1)
+    P[1::23, 0] = -0.0
+    for j, step in enumerate(range(-6, 7, 2)):
+        P[29 + j, 0] += ROW_SUM_TOL + step * np.finfo(float).eps
+        P[31 + j, 0] -= ROW_SUM_TOL + step * np.finfo(float).eps
+    return P
+
+
+def _layout(P, layout):
+    if layout == "F":
+        return np.asfortranarray(P)
+    if layout == "strided":
+        wide = np.zeros((P.shape[0], 2 * P.shape[1]))
+        wide[:, ::2] = P
+        return wide[:, ::2]
+    if layout == "float32":
+        return P.astype(np.float32)
+    if layout == "read-only":
+        P = P.copy()
+        P.flags.writeable = False
+    return P
+
+
+def _fused_outcome(y, P, k):
+    """The checked matrix and its top-label problem, or the error's text."""
+    try:
+        data = check_calibration_inputs(y, P, labels=np.arange(k), top_label=True)
+    except ValueError as exc:
+        return str(exc)
+    return (data.proba, *binary_tasks(data, "top-label")[0][:2])
+
+
+@pytest.mark.skipif(not top_label.HAVE_NUMBA, reason="needs numba")
+@pytest.mark.parametrize("k", [3, 10, 32])
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "float32", "read-only"])
+def test_compiled_top_label_scan_is_the_numpy_one(monkeypatch, k, layout):
+    # The compiled scan gives the numpy passes' reduction, checked matrix
+    # and errors, bit for bit: ties of the maximum, exact 0 and 1, 1/K,
+    # -0.0, values outside [0, 1] (clipped or not), NaN and infinity, and
+    # row sums at the tolerance, in every layout; the input is not written.
+    rng = np.random.default_rng(k)
+    n = 20_003  # four stretches of rows, and three rows after them
+    y = rng.integers(0, k, size=n)
+    matrices = [P for _, P in _bad_matrices(k, n, rng)]
+    matrices.append(_edge_rows(k, n, rng))
+    for P in matrices:
+        P = _layout(P, layout)
+        before = P.copy()
+        monkeypatch.setattr(top_label, "_COMPILED_MIN_SIZE", 0)
+        compiled = _fused_outcome(y, P, k)
+        with monkeypatch.context() as patch:
+            patch.setattr(top_label, "_compiled_loop", lambda: None)
+            passes = _fused_outcome(y, P, k)
+        if isinstance(passes, str):
+            assert compiled == passes
+        else:
+            for a, b in zip(compiled, passes, strict=True):
+                np.testing.assert_array_equal(a, b)
+                assert np.signbit(a).tolist() == np.signbit(b).tolist()
+        np.testing.assert_array_equal(P, before)
+    # The scan's own results: the reduction and the extremes of the values
+    # are the numpy ones, the row sums within rounding.
+    P = _layout(_tied_rows(k, n, rng), layout)
+    y = y.astype(np.intp)
+    compiled = top_label._compiled_scan(P, y, PROBA_TOL, ROW_SUM_TOL)
+    passes = top_label._reduce(P, y, scan=True)
+    for a, b in zip(compiled[:4], passes[:4], strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(compiled[4:], passes[4:], rtol=0, atol=1e-14)

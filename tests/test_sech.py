@@ -740,6 +740,62 @@ def test_draws_are_those_of_the_sequential_sampler(monkeypatch, compiled):
     assert rng.bit_generator.state == ref_rng.bit_generator.state
 
 
+@pytest.mark.skipif(not HAVE_NUMBA, reason="needs numba")
+@pytest.mark.parametrize("calm_head", [True, False])
+@pytest.mark.parametrize("kind", [np.random.PCG64, np.random.PCG64DXSM])
+def test_probed_blocks_and_compiled_redraw_give_the_numpy_draws(
+    monkeypatch, calm_head, kind
+):
+    # The compiled loop decides how to collect a run's rejected rows from
+    # its first rows: a calm head followed by a confident rest, and the
+    # other way round, give the draws of the numpy passes and of the
+    # sequential sampler. No reserve: the whole redraw reads the generator
+    # (by the compiled loops, for both bit generators that skip words).
+    n, h = 3 * sech_sampler._SECH_BLOCK + 5, 2.0**-6
+    head = sech_sampler._DENSE_PROBE
+    s0 = _adversarial_centres(n)
+    calm = np.random.default_rng(4).uniform(0.3, 0.7, size=n)
+    if calm_head:
+        s0[:head] = calm[:head]
+    else:
+        s0[head:] = calm[head:]
+    s0[head - 1 : head + 2] = [0.0, np.nan, 1.0]  # across the probe's edge
+    ref_rng = np.random.Generator(kind(11))
+    expected, _ = _sequential_sampler(s0, h, ref_rng)
+    # The row sums are checked on centres without NaN (which fails them).
+    finite = np.where(np.isnan(s0), 0.5, s0)
+    other = 1.0 - finite
+    results = []
+    for loops in (True, False):
+        if not loops:
+            monkeypatch.setattr(sech_sampler, "_sech_loops", lambda n: None)
+        rng = np.random.Generator(kind(11))
+        buf = np.empty((2, n))
+        sech_sample(s0, h, rng, out=buf[1], complement=buf[0])
+        assert rng.bit_generator.state == ref_rng.bit_generator.state
+        results.append(buf)
+        checked = sech_sample(
+            finite, h, np.random.Generator(kind(11)), check_sum=(other, 0.0, 1.0)
+        )
+        results.append(np.stack([1.0 - checked, checked]))
+        for row in (head - 2, head + 3, n - 1):  # a row sum off, either side
+            bad = other.copy()
+            bad[row] += 1e-3
+            with pytest.raises(sech_sampler.RowSumError):
+                sech_sample(
+                    finite,
+                    h,
+                    np.random.Generator(kind(11)),
+                    check_sum=(bad, 1.0 - 1e-5, 1.0 + 1e-5),
+                )
+    np.testing.assert_array_equal(results[0], results[2])
+    np.testing.assert_array_equal(results[1], results[3])
+    np.testing.assert_array_equal(results[0][1], expected)
+    np.testing.assert_array_equal(results[0][0], 1.0 - expected)
+    finite_expected, _ = _sequential_sampler(finite, h, np.random.Generator(kind(11)))
+    np.testing.assert_array_equal(results[1][1], finite_expected)
+
+
 def test_philox_reads_its_stream_in_order(monkeypatch):
     # Philox's advance(k) skips k blocks of four words: its noise is read in
     # order, with one thread or several.

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy.special import logit
 
+from skcalib._backend import grid
 from skcalib._backend import smece as _sm
 from skcalib.metrics import smooth_ece
 
@@ -129,6 +130,56 @@ def test_residual_statistics_are_the_difference_of_the_full_ones(metric, weighte
         full = _sm.statistics(y, s, w, geometry, M)
         assert total == pytest.approx(full[:, 0].sum(), rel=1e-12)
         np.testing.assert_allclose(resid, full[:, 1] - full[:, 2], rtol=0, atol=1e-9)
+
+
+def _residual_inputs(rng, n):
+    """Scores with exact 0 and 1, the logit clip's bounds and their
+    neighbours, ties, and cell edges; labels; positive weights."""
+    s = rng.beta(0.3, 0.3, size=n)
+    eps = _sm.LOGIT_EPS
+    edges = [0.0, 1.0, 0.5, eps, 1 - eps, eps / 2, 1 - eps / 2, 2.0**-16, 0.25]
+    edges += [np.nextafter(eps, 0), np.nextafter(1 - eps, 1), 1 - 2.0**-53]
+    s[: len(edges) * 50] = np.repeat(edges, 50)
+    y = (rng.uniform(size=n) < s).astype(float)
+    return y, s, rng.uniform(0.5, 2.0, size=n)
+
+
+@pytest.mark.skipif(not grid.HAVE_NUMBA, reason="needs numba")
+@pytest.mark.parametrize("metric", ["l1", "logit"])
+def test_compiled_residual_binning_is_the_numpy_one(monkeypatch, metric):
+    # The compiled loops do the numpy passes' operations in their order
+    # (numpy's logarithm included) and add to the cells in sample order, as
+    # np.bincount: the same sums bit for bit, weighted or not, on every grid,
+    # whatever the layout (read-only inputs; strided ones take the numpy
+    # passes). A position off the grid gives the numpy passes' error.
+    rng = np.random.default_rng(5)
+    n = grid._CHUNK * 2 + 1234
+    y, s, w = _residual_inputs(rng, n)
+    geometry = _sm.GridGeometry(metric)
+    frozen = s.copy()
+    frozen.flags.writeable = False
+    strided = np.repeat(s, 2)[::2]
+    before = s.copy()
+    for M in (64, 4096, _sm.FINE_M):
+        for weights in (None, w):
+            for scores in (s, frozen, strided):
+                monkeypatch.setattr(grid, "_COMPILED_MIN_SIZE", 0)
+                compiled = _sm.residual_statistics_of(y, scores, weights, geometry, M)
+                monkeypatch.setattr(grid, "_COMPILED_MIN_SIZE", np.inf)
+                passes = _sm.residual_statistics_of(y, scores, weights, geometry, M)
+                np.testing.assert_array_equal(compiled[0], passes[0])
+                assert compiled[1] == passes[1]
+    np.testing.assert_array_equal(s, before)
+    if metric == "l1":
+        bad = s.copy()
+        bad[n - 7] = np.nan  # in the last chunk, after clean ones
+        errors = []
+        for size in (0, np.inf):
+            monkeypatch.setattr(grid, "_COMPILED_MIN_SIZE", size)
+            with pytest.raises((ValueError, RuntimeWarning)) as exc:
+                _sm.residual_statistics_of(y, bad, None, geometry, 4096)
+            errors.append((exc.type, str(exc.value)))
+        assert errors[0] == errors[1]
 
 
 # ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ they are sums over samples, so chunks and partitions merge by addition.
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import numpy as np
 from scipy import fft as _fft
@@ -27,6 +28,11 @@ MIN_M = 64
 
 # Samples are binned in chunks so that temporaries stay small whatever n is.
 _CHUNK = 2**17
+# From this many samples :func:`residual_statistics` bins by compiled loops
+# (numba), which do the numpy passes' operations in the same order: below,
+# the time saved is less than numba's import and first load.
+_COMPILED_MIN_SIZE = 1 << 18
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
 def grid_size(sigma, fine_m=FINE_M):
@@ -121,7 +127,9 @@ class _ChunkBuffers:
         return view
 
 
-def residual_statistics(y, s, w, M=FINE_M, *, transform=None, interior=False):
+def residual_statistics(
+    y, s, w, M=FINE_M, *, transform=None, interior=False, logit=None
+):
     """Linearly binned residuals ``sum w (y - s)`` per grid point and ``sum w``.
 
     All that SmoothECE needs (:func:`calibration_statistics` also gives the
@@ -134,6 +142,13 @@ def residual_statistics(y, s, w, M=FINE_M, *, transform=None, interior=False):
     ``interior=True`` promises positions below 1, so that no index needs
     clamping to the last cell.
 
+    ``logit=(eps, lo, length)`` says that ``transform`` is the map
+    ``(log(c / (1 - c)) - lo) / length`` of ``c = clip(s, eps, 1 - eps)``,
+    computed by these operations in this order: large samples are then
+    binned by compiled loops (numba, when installed) doing the same
+    operations (numpy's logarithm included), so that the sums are the same
+    bit for bit; so are those of the scores themselves.
+
     Returns
     -------
     resid : ndarray of shape (M + 1,)
@@ -143,9 +158,24 @@ def residual_statistics(y, s, w, M=FINE_M, *, transform=None, interior=False):
     n = s.shape[0]
     cells = np.zeros((2, M), dtype=np.float64).T
     work = _ChunkBuffers(min(n, _CHUNK))
+    loops = _binning_loops(n, s, y, w, transform is None or logit is not None)
+    sums = None if loops is None else np.empty((2, M))
     for start in range(0, n, _CHUNK):
         sl = slice(start, min(start + _CHUNK, n))
         buf = work.rows(sl.stop - start)
+        if loops is not None and _binned_compiled(
+            loops,
+            y[sl],
+            s[sl],
+            None if w is None else w[sl],
+            M,
+            cells,
+            sums,
+            buf,
+            logit,
+            interior,
+        ):
+            continue
         pos = s[sl] if transform is None else transform(s[sl], buf.pos, buf.tmp)
         key, theta = _cell_index_into(pos, M, buf, clamp=not interior)
         r = np.subtract(y[sl], s[sl], out=buf.tmp)
@@ -158,6 +188,101 @@ def residual_statistics(y, s, w, M=FINE_M, *, transform=None, interior=False):
     resid[1:] += cells[:, 1]
     total = float(n) if w is None else float(w.sum())
     return resid, total
+
+
+def _binning_loops(n, s, y, w, known_map):
+    """The compiled loops of :func:`residual_statistics`, or None (numpy
+    passes): small samples, an unknown transform, numba missing, or arrays
+    that are not contiguous float64."""
+    if n < _COMPILED_MIN_SIZE or not known_map or not HAVE_NUMBA:
+        return None
+    for a in (s, y) if w is None else (s, y, w):
+        if a.dtype != np.float64 or not a.flags.c_contiguous:
+            return None
+    return _compiled_binning()
+
+
+def _binned_compiled(loops, y, s, w, M, cells, sums, buf, logit, interior):
+    """One chunk of :func:`residual_statistics` by the compiled loops (its
+    sums in the work array ``sums`` of shape (2, M), then added to
+    ``cells``); False (nothing added) if a position falls outside the grid,
+    for the numpy passes to deal with (and raise) as without numba."""
+    ratio, bin_chunk = loops
+    pos = buf.pos
+    lo = length = 0.0
+    if logit is not None:
+        eps, lo, length = logit
+        ratio(s, eps, 1.0 - eps, pos)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            np.log(pos, out=pos)
+    ok = bin_chunk(
+        s if logit is None else pos,
+        logit is not None,
+        lo,
+        length,
+        y,
+        s,
+        w,
+        M,
+        not interior,
+        sums,
+    )
+    if ok:
+        cells[:, 0] += sums[0]
+        cells[:, 1] += sums[1]
+    return ok
+
+
+def _logit_ratio(s, low, high, out):
+    # ``c / (1 - c)`` of ``c = clip(s, low, high)``, as ``GridGeometry.to_unit``
+    # computes it (np.clip, then a subtraction and a division).
+    for i in range(s.shape[0]):
+        c = s[i]
+        c = low if c < low else c
+        c = high if c > high else c
+        out[i] = c / (1.0 - c)
+
+
+def _bin_residuals(pos, shift, lo, length, y, s, w, M, clamp, sums):
+    # The numpy passes of residual_statistics on one chunk, fused: position
+    # (``(pos - lo) / length`` if ``shift``), cell and offset theta as
+    # _cell_index_into, then ``r = y - s`` (times ``w``) and ``r theta``
+    # added to their cells in sample order, as np.bincount adds them, into
+    # zeroed ``sums`` (2, M). Returns False at a position outside the grid.
+    sums[:] = 0.0
+    scale = np.float64(M)
+    for i in range(pos.shape[0]):
+        p = pos[i]
+        if shift:
+            p = p - lo
+            p = p / length
+        x = p * scale
+        if not (x >= 0.0 and x < scale + 1.0):
+            return False
+        key = np.intp(x)
+        if clamp:
+            key = min(key, M - 1)
+        if key >= M:
+            return False
+        theta = x - np.float64(key)
+        r = y[i] - s[i]
+        if w is not None:
+            r = r * w[i]
+        sums[0, key] += r
+        sums[1, key] += r * theta
+    return True
+
+
+@functools.cache
+def _compiled_binning():
+    """``(ratio, bin_chunk)``: ``_logit_ratio`` and ``_bin_residuals``
+    compiled with numba."""
+    import numba
+
+    def jit(func):
+        return numba.njit(cache=True, nogil=True, boundscheck=False)(func)
+
+    return jit(_logit_ratio), jit(_bin_residuals)
 
 
 def _cell_index_into(s, M, buf, *, clamp=True):

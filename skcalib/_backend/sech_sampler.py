@@ -66,6 +66,9 @@ _DENSE_REJECTIONS = 64
 # at least are then set.
 _FLAG_DENSE = 32
 _FLAG_PADDING = _SECH_BLOCK // 8
+# Rows of the first block of a run whose rejections decide how the compiled
+# loop collects those of the rest.
+_DENSE_PROBE = 1 << 12
 # Smaller inputs are not worth importing numba for, or a background thread.
 _COMPILED_MIN_SIZE = 1 << 16
 # Below this size (or above this scale) the inverse cdf is used directly.
@@ -219,8 +222,9 @@ def sech_sample(
     if n_off:
         raise RowSumError(_ROW_SUM_MESSAGE)
     if rows.size:
-        proposals = _Proposals(h, rng.bit_generator, reserve)
-        _sech_redraw(centres, h, rng, proposals, dst, complement, rows, grid)
+        loops = _sech_loops(dst.shape[0])
+        proposals = _Proposals(h, rng.bit_generator, reserve, loops)
+        _sech_redraw(centres, h, rng, proposals, dst, complement, rows, grid, loops)
     elif reserve is not None:
         reserve.cancel()
     return out
@@ -293,7 +297,12 @@ def sech_noise_async(n, h, rng, *, with_complement=False, reserve=0):
     if reserve >= _PROPOSAL_MIN_SIZE:
         state = bitgen.state
         # Queued after the noise on the same thread: never in its way.
-        words = pool.submit(_noise_buffer, reserve, h, (type(bitgen), state), 1, False)
+        # By the compiled loops, which the noise itself uses: below their
+        # threshold (a reserve of n / 8 from 2**16 rows) numpy passes would
+        # take twice the time.
+        words = pool.submit(
+            _noise_buffer, reserve, h, (type(bitgen), state), 1, False, n
+        )
         ahead = ProposalReserve(bitgen, state, words)
     return _PairFuture(noise, ahead)
 
@@ -373,11 +382,11 @@ class _DoneFuture:
         return self._value
 
 
-def _noise_buffer(n, h, bitgen, n_threads, with_complement):
+def _noise_buffer(n, h, bitgen, n_threads, with_complement, size=None):
     if isinstance(bitgen, tuple):
         bitgen = _stream(*bitgen)
     if not with_complement:
-        return _sech_noise(n, h, bitgen, n_threads, None)
+        return _sech_noise(n, h, bitgen, n_threads, None, size)
     buf = np.empty((2, n))
     _sech_noise(n, h, bitgen, n_threads, buf[1])
     # Touch the free row's pages here, off the caller's thread: faulting them
@@ -391,13 +400,14 @@ def _uses_proposals(n, h):
     return n >= _PROPOSAL_MIN_SIZE and h <= _PROPOSAL_MAX_SCALE
 
 
-def _sech_noise(n, h, bitgen, n_threads, out):
+def _sech_noise(n, h, bitgen, n_threads, out, size=None):
+    # ``size``: the sample size that decides on the compiled loops, if not n.
     if not _uses_proposals(n, h):
         return np.empty(0) if out is None else out
     noise = np.empty(n) if out is None else out
     if noise.shape != (n,) or noise.dtype != np.float64 or not noise.flags.c_contiguous:
         raise ValueError("out must be a contiguous float64 array of shape (n,).")
-    loops = _sech_loops(n)
+    loops = _sech_loops(n if size is None else size)
     groups = _block_groups(n, n_threads if _skips(bitgen) else 1)
     if len(groups) == 1:
         _noise_blocks(noise, h, bitgen, 0, n, loops)
@@ -654,15 +664,50 @@ def _add_noise_blocks(
             continue
         # Strided centres (a column of a probability matrix) are read in
         # place: the loop is bound by memory, not by arithmetic.
-        n_bad, block_off = loops[2](
-            x, c, d, e, scratch.rows, scratch.saved, first, grid, o, low, high, dense
+        head = 0
+        n_bad = block_off = 0
+        if first == start and m > 2 * _DENSE_PROBE:
+            # No block before it to go by: its first rows tell. Collecting
+            # a confident model's rejections behind a branch costs twice the
+            # block's time.
+            head = _DENSE_PROBE
+            n_bad, block_off = _finish_rows(
+                loops, x, c, d, e, o, 0, head, scratch, 0, first, grid, low, high, False
+            )
+            dense = n_bad > head // _DENSE_REJECTIONS
+        rest_bad, rest_off = _finish_rows(
+            loops, x, c, d, e, o, head, m, scratch, n_bad, first, grid, low, high, dense
         )
+        n_bad += rest_bad
+        block_off += rest_off
         dense = n_bad > m // _DENSE_REJECTIONS
         n_off += block_off > 0
         if n_bad:
             rows.append(scratch.rows[:n_bad].copy())
             centres.append(scratch.saved[:n_bad].copy())
     return rows, centres, n_off
+
+
+def _finish_rows(
+    loops, x, c, d, e, o, start, stop, scratch, n_bad, first, grid, low, high, dense
+):
+    """The compiled loop ``_finish`` on rows ``start:stop`` of a block, its
+    rejected rows stored after the ``n_bad`` found before them."""
+    rows = slice(start, stop)
+    return loops[2](
+        x[rows],
+        c[rows],
+        d[rows],
+        None if e is None else e[rows],
+        scratch.rows[n_bad:],
+        scratch.saved[n_bad:],
+        first + start,
+        grid,
+        None if o is None else o[rows],
+        low,
+        high,
+        dense,
+    )
 
 
 def _flagged(flags, m):
@@ -695,16 +740,16 @@ def _check_sums(centre, other, low, high, work=None, *, fail=True):
     return off
 
 
-def _sech_redraw(centres, h, rng, proposals, out, complement, rows, grid):
+def _sech_redraw(centres, h, rng, proposals, out, complement, rows, grid, loops):
     """Redraw ``out[rows]`` (and ``complement[rows]``) around ``centres``
     until inside [0, 1].
 
     Round after round, the rows still rejected take the next proposals of
     the stream in row order; the inverse cdf takes over after a few rounds.
     The values are kept in a contiguous array, the rejected rows compacted
-    in place, and written once at the end.
+    in place, and written once at the end. ``loops`` are the compiled loops
+    or None (numpy passes).
     """
-    loops = _sech_loops(out.shape[0])
     cc = np.clip(centres, 0.0, 1.0, out=centres)
     pending = np.arange(rows.shape[0])
     values = np.empty(rows.shape[0])
@@ -758,10 +803,11 @@ def _accept_passes(cc, noise, pending, values, grid):
 class _Proposals:
     """Noise of the proposals that follow the first ones, in stream order:
     those of a reserve computed beforehand (if it starts where ``bitgen``
-    stands), then fresh draws from ``bitgen``."""
+    stands), then fresh draws from ``bitgen`` (by the compiled ``loops``
+    unless None)."""
 
-    def __init__(self, h, bitgen, reserve):
-        self._h, self._bitgen = h, bitgen
+    def __init__(self, h, bitgen, reserve, loops=None):
+        self._h, self._bitgen, self._loops = h, bitgen, loops
         self._ahead = None if reserve is None else reserve.take(bitgen)
         # Words of the reserve taken and not yet skipped in ``bitgen``.
         self._used = 0
@@ -787,6 +833,13 @@ class _Proposals:
             self._used = 0
 
     def _fresh(self, k):
+        if self._loops is not None:
+            # Past the reserve of a confident model, tens of thousands of
+            # proposals: the compiled loops take about half the time of the
+            # numpy passes.
+            noise = np.empty(k)
+            _noise_blocks(noise, self._h, self._bitgen, 0, k, self._loops)
+            return noise
         bits = self._bitgen.random_raw(k).view(np.int64)
         return _noise_passes(bits, self._h, np.empty(k), np.empty_like(bits))
 

@@ -212,7 +212,15 @@ def residual_statistics_of(y, s, w, geometry, M=FINE_M):
     if geometry.metric == "l1":
         return residual_statistics(y, s, w, M)
     # the padded logit grid holds every clipped score strictly inside
-    return residual_statistics(y, s, w, M, transform=geometry.to_unit, interior=True)
+    return residual_statistics(
+        y,
+        s,
+        w,
+        M,
+        transform=geometry.to_unit,
+        interior=True,
+        logit=(LOGIT_EPS, geometry.lo, geometry.length),
+    )
 
 
 class ResidualPyramid(GridPyramid):
