@@ -9,11 +9,11 @@ they are sums over samples, so chunks and partitions merge by addition.
 from __future__ import annotations
 
 import functools
-import importlib.util
 
 import numpy as np
 from scipy import fft as _fft
 
+from .compiled import HAVE_NUMBA
 from .kernels import periodized_gaussian_spectrum
 
 # Finest grid used anywhere: 2**16 cells keeps the sufficient statistics at
@@ -32,7 +32,6 @@ _CHUNK = 2**17
 # (numba), which do the numpy passes' operations in the same order: below,
 # the time saved is less than numba's import and first load.
 _COMPILED_MIN_SIZE = 1 << 18
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
 def grid_size(sigma, fine_m=FINE_M):

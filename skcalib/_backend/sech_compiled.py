@@ -9,16 +9,11 @@ block instead of several). The loops are compiled on first use and cached on dis
 from __future__ import annotations
 
 import functools
-import importlib.util
 
 import numpy as np
 
+from .compiled import HAVE_NUMBA
 from .score_grid import GRID_SCALE, GRID_STEP
-
-# numba costs ~70 MB and a second to import: it is only looked for here, and
-# imported when a large sample is first drawn.
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
-
 
 # tan θ = θ + θ y P(y) / Q(y), y = θ², on [0, π/4]: a rational minimax
 # approximation of R(y) = (tan √y / √y - 1) / y on [0, π²/16], degree 3 over

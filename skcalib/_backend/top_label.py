@@ -11,9 +11,10 @@ matrix; here a block of rows is read as one flat vector instead.
 from __future__ import annotations
 
 import functools
-import importlib.util
 
 import numpy as np
+
+from .compiled import HAVE_NUMBA
 
 # Entries per block (13107 rows of 10 doubles): a block and its temporaries
 # stay in the L3 cache; fewer, larger blocks cost fewer numpy calls (a call
@@ -23,13 +24,12 @@ _BLOCK = 1 << 17
 # Above this many columns numpy's row-wise argmax is as fast (its cost per
 # row is then spread over many columns).
 _WIDE = 32
-# numba costs ~70 MB and a second to import, a second more to load the
-# first compiled function of a process (0.02 s for this one after that, once
-# cached on disk; 0.7 s to compile it the first time). The compiled scan
-# saves ~13 ms per 1e6 x 10 matrix: only matrices of this many entries or
-# more are scanned by it, as for the sampler's compiled loops.
+# Loading the compiled scan costs numba's import and first load (see
+# .compiled; 0.02 s for this one after that, once cached on disk; 0.7 s to
+# compile it the first time). It saves ~13 ms per 1e6 x 10 matrix: only
+# matrices of this many entries or more are scanned by it, as for the
+# sampler's compiled loops.
 _COMPILED_MIN_SIZE = 1 << 20
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
 def top_label_task(P, y):

@@ -22,10 +22,10 @@ compiled with numba when numba is importable (the ``fast`` extra).
 from __future__ import annotations
 
 import functools
-import importlib.util
 
 import numpy as np
 
+from .compiled import HAVE_NUMBA
 from .concentration import tv_constants
 
 __all__ = [
@@ -316,11 +316,6 @@ def _condat(y, lam, x):  # pragma: no cover - compiled or exercised via wrappers
                 kplus = k
                 vmax += (umax + lam) / (k - k0 + 1)
                 umax = -lam
-
-
-# numba is optional (the ``fast`` extra) and costs ~70 MB and a second to
-# import, so it is only looked for, not imported, until the solver first runs.
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
 @functools.cache
