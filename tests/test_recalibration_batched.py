@@ -216,6 +216,59 @@ def test_grouped_binning_is_each_group_binned_alone():
         np.testing.assert_array_equal(grouped[f], alone)
 
 
+def _searched(u, nodes):
+    idx = np.searchsorted(nodes, u, side="right") - 1
+    return np.clip(idx, 0, nodes.shape[0] - 2)
+
+
+@pytest.mark.parametrize(
+    "kind", ["normal", "ties", "crowded", "heavy", "atoms", "extreme"]
+)
+def test_bucketed_interval_index_is_the_binary_search(kind, monkeypatch):
+    # The buckets must place every value as the binary search does: values
+    # on a node and one ulp either side, beyond the end nodes, infinite,
+    # NaN, nodes packed into one bucket (the fallback), scores of exactly 0
+    # and 1, and samples too small for the buckets.
+    rng = np.random.default_rng(5)
+    for n in (30, 3000, 20000):
+        if kind == "normal":
+            z = rng.normal(0.0, 2.0, n)
+        elif kind == "ties":
+            z = np.round(rng.normal(0.0, 2.0, n), 1)
+        elif kind == "crowded":
+            z = np.r_[rng.normal(0.0, 1e-7, n), -EDGE, EDGE]
+        elif kind == "heavy":
+            z = rng.standard_cauchy(n) * 10.0
+        elif kind == "atoms":
+            z = rng.integers(-3, 4, n).astype(float)
+        else:
+            z = rng.choice([-1.0, 1.0], n) * rng.choice([1e-300, 1.0, 1e300], n)
+            z[:4] = [-EDGE, EDGE, 0.0, -0.0]
+        nodes = logit_nodes.make_nodes(z, rng.exponential(1.0, z.shape[0]))
+        extra = [-np.inf, np.inf, -1e308, 1e308, 0.0, -0.0]
+        u = np.concatenate(
+            [
+                z,
+                nodes,
+                np.nextafter(nodes, np.inf),
+                np.nextafter(nodes, -np.inf),
+                extra,
+            ]
+        )
+        u = u[rng.permutation(u.shape[0])]
+        for min_rows in (logit_nodes.MIN_BUCKET_ROWS, 0):
+            monkeypatch.setattr(logit_nodes, "MIN_BUCKET_ROWS", min_rows)
+            expected = _searched(u, nodes)
+            np.testing.assert_array_equal(
+                logit_nodes.interval_index(u, nodes), expected
+            )
+            u_nan = u.copy()
+            u_nan[::7] = np.nan
+            np.testing.assert_array_equal(
+                logit_nodes.interval_index(u_nan, nodes), _searched(u_nan, nodes)
+            )
+
+
 @pytest.mark.parametrize("n_classes", [2, 3, 10])
 def test_folds_are_the_lexicographic_order_of_label_and_key(n_classes):
     # Folds deal the rows out in order of (label, random key).

@@ -44,6 +44,18 @@ POSTERIOR_GRID = {1: 41, 2: 25, 3: 11}
 POSTERIOR_SPAN = 8.0
 
 
+# Prior precisions of (log a, b, c), in the order of the coefficients.
+_PRIOR_PRECISION = np.array(
+    [LOG_SCALE_PRIOR_SD**-2, INTERCEPT_PRIOR_SD**-2, EXTRA_PRIOR_SD**-2]
+)
+
+
+# Standardised quadrature points of posterior_draws by number of
+# coefficients, built on first use (building them cost as much as the rest
+# of a small fit's quadrature).
+_STANDARD_POINTS = {}
+
+
 TABLE_POINTS = 1025
 
 
@@ -130,6 +142,38 @@ def _base_regressors(z, base):
     return _base_feature(z, base), np.array(cols)
 
 
+def _standard_points(free):
+    """The points of :func:`posterior_draws` before scaling, shape ``(G, free)``:
+    a regular grid of ``POSTERIOR_GRID[free]`` values per coordinate over
+    ``[-POSTERIOR_SPAN, POSTERIOR_SPAN]``, within ``POSTERIOR_SPAN`` of 0."""
+    if free not in _STANDARD_POINTS:
+        t = np.linspace(-POSTERIOR_SPAN, POSTERIOR_SPAN, POSTERIOR_GRID[free])
+        T = np.stack(np.meshgrid(*([t] * free), indexing="ij"), -1).reshape(-1, free)
+        # The corners of the cube lie up to sqrt(d) times further out than
+        # its faces: beyond POSTERIOR_SPAN of the centre (a Laplace density
+        # of e^-32) they only cost time (half of the beta base's grid).
+        T = T[np.einsum("ij,ij->i", T, T) <= POSTERIOR_SPAN**2]
+        T.flags.writeable = False
+        _STANDARD_POINTS[free] = T
+    return _STANDARD_POINTS[free]
+
+
+def _linear_predictor(theta, x, X):
+    """``exp(theta[:, 0]) x + theta[:, 1:] @ X`` at points ``theta`` (G, d) for
+    the regressors of :func:`_base_regressors` (``X`` with at most ``d - 1``
+    rows; further coefficients ignored)."""
+    eta = np.exp(theta[:, :1]) * x
+    if X.shape[0] == 2:
+        # The beta base's intercept and extra coefficient, by the product
+        # (its rounding is the map's).
+        return eta + theta[:, 1:3] @ X
+    if X.shape[0] == 1:
+        # X holds the ones of the intercept: a product with them would give
+        # the intercept itself, exactly, for G by m entries.
+        eta += theta[:, 1:2]
+    return eta
+
+
 def posterior_draws(z_nodes, stats, base, coef):
     """Quadrature of the posterior of the base: parameter points and weights.
 
@@ -153,8 +197,7 @@ def posterior_draws(z_nodes, stats, base, coef):
     x, X = _base_regressors(z_nodes, base)
     free = 1 if base == "temperature" else X.shape[0] + 1
     X = X[: free - 1]
-    prec = np.r_[LOG_SCALE_PRIOR_SD**-2, INTERCEPT_PRIOR_SD**-2, EXTRA_PRIOR_SD**-2]
-    prec = prec[:free]
+    prec = _PRIOR_PRECISION[:free]
     theta0 = _base_parameters(coef)[:free]
     # Laplace approximation at the maximum (the slope's prior curvature
     # counted on either side of its kink, which only narrows the grid where
@@ -167,16 +210,11 @@ def posterior_draws(z_nodes, stats, base, coef):
     hess[0, 0] += a * (r @ x)
     lam, vec = np.linalg.eigh(hess)
     lam = np.maximum(lam, 1e-6 * max(lam.max(), 1.0))
-    k = POSTERIOR_GRID[free]
-    t = np.linspace(-POSTERIOR_SPAN, POSTERIOR_SPAN, k)
-    T = np.stack(np.meshgrid(*([t] * free), indexing="ij"), -1).reshape(-1, free)
-    # The corners of the cube lie up to sqrt(d) times further out than its
-    # faces: beyond POSTERIOR_SPAN of the centre (a Laplace density of
-    # e^-32) they only cost time (half of the beta base's grid).
-    T = T[np.einsum("ij,ij->i", T, T) <= POSTERIOR_SPAN**2]
-    theta = theta0 + (T / np.sqrt(lam)) @ vec.T
-    eta = np.exp(theta[:, :1]) * x + theta[:, 1:] @ X
-    e = np.exp(-np.abs(eta))
+    theta = theta0 + (_standard_points(free) / np.sqrt(lam)) @ vec.T
+    eta = _linear_predictor(theta, x, X)
+    e = np.abs(eta)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
     nll = _softplus(eta, e) @ W - eta @ W1
     pen = np.concatenate([np.maximum(theta[:, :1], 0.0), theta[:, 1:]], axis=1)
     # The slope's prior as a density of a: flat below 1 (the penalty's flat
@@ -199,9 +237,7 @@ def predictive_log_odds(z, base, draws):
     """Log-odds of the posterior mean probability of the base at ``z``."""
     theta, weights = draws
     x, X = _base_regressors(z, base)
-    X = np.vstack([X, np.zeros((2 - X.shape[0], z.shape[0]))])
-    eta = np.exp(theta[:, :1]) * x + theta[:, 1:] @ X
-    return _mean_log_odds(eta, weights)
+    return _mean_log_odds(_linear_predictor(theta, x, X), weights)
 
 
 def _mean_log_odds(eta, weights, e=None):
@@ -219,7 +255,9 @@ def _softplus(eta, e=None):
     ``e = exp(-|eta|)`` if already computed."""
     if e is None:
         e = np.exp(-np.abs(eta))
-    return np.maximum(eta, 0.0) + np.log1p(e)
+    out = np.log1p(e)
+    out += np.maximum(eta, 0.0)
+    return out
 
 
 def _expit_pair(eta, e=None):
@@ -228,10 +266,19 @@ def _expit_pair(eta, e=None):
     where one of them is tiny)."""
     if e is None:
         e = np.exp(-np.abs(eta))
-    big = 1.0 / (1.0 + e)
-    small = e * big
-    positive = eta >= 0
-    return np.where(positive, big, small), np.where(positive, small, big)
+    big = e + 1.0
+    np.reciprocal(big, out=big)
+    # expit(eta) is big where eta >= 0, e big elsewhere: big times max(e, 1)
+    # or max(e, 0) (e <= 1), and big times 1 is big exactly. Masks of ones
+    # and zeros, in place, instead of np.where on both sides: the fewer
+    # arrays of G by m entries, the fewer pages to fault in.
+    mask = np.heaviside(eta, 1.0)
+    p1 = np.maximum(e, mask)
+    p1 *= big
+    p0 = np.subtract(1.0, mask, out=mask)
+    np.maximum(e, p0, out=p0)
+    p0 *= big
+    return p1, p0
 
 
 def _fit_averaged_base(z_nodes, stats, base):

@@ -35,6 +35,7 @@ from .logit_selection import (
     stratified_folds,
     uniform_mix,
 )
+from .threads import one_blas_thread
 
 # A binary base is not one base but the mixture of all of them (their
 # probabilities averaged), weighted by their cross-validated log scores
@@ -315,88 +316,94 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
         ``{(base, h): cross-validated log-loss}`` when something was selected.
     """
     n_eff = effective_size(w)
-    nodes = make_nodes(z, w)
-    # The mixture weighs the step map by its evidence: no minimum size.
-    weigh_step = AVERAGE_BASES and base == "auto"
-    hs, bases, candidates = _candidates(
-        bandwidth, base, BINARY_BASES, n_eff, weigh_step
-    )
-    scores = None
-    if len(candidates) > 1 and z.shape[0] >= 2 * N_FOLDS:
-        repeats = _n_repeats(z.shape[0])
-        mix = uniform_mix(float(w.sum()) * (N_FOLDS - 1) / N_FOLDS)
-        # Node statistics of every (repeat, fold): the corrections of one
-        # bandwidth are fitted together, warm-started from the previous
-        # bandwidth's.
-        held = []
-        for r in range(repeats):
-            folds = stratified_folds(y.astype(np.intp), seed=r)
-            held.append(bin_to_nodes(z, y, w, nodes, folds, N_FOLDS))
-        held = np.array(held).reshape(repeats * N_FOLDS, 2, -1)
-        total = held.reshape(repeats, N_FOLDS, 2, -1).sum(axis=1)
-        train = np.repeat(total, N_FOLDS, axis=0) - held
-        weights = np.concatenate([_node_log_loss(nodes, st, eps)[1] for st in held])
-        squared, base_fits = [], {}
-        mixed = AVERAGE_BASES and len(bases) > 1
+    # Every product from here on is over nodes, folds or quadrature points,
+    # too small for BLAS threads: they only oversubscribe the cores (the
+    # sum over the rows above is the one whose threads change its rounding).
+    with one_blas_thread():
+        nodes = make_nodes(z, w)
+        # The mixture weighs the step map by its evidence: no minimum size.
+        weigh_step = AVERAGE_BASES and base == "auto"
+        hs, bases, candidates = _candidates(
+            bandwidth, base, BINARY_BASES, n_eff, weigh_step
+        )
+        scores = None
+        if len(candidates) > 1 and z.shape[0] >= 2 * N_FOLDS:
+            repeats = _n_repeats(z.shape[0])
+            mix = uniform_mix(float(w.sum()) * (N_FOLDS - 1) / N_FOLDS)
+            # Node statistics of every (repeat, fold): the corrections of one
+            # bandwidth are fitted together, warm-started from the previous
+            # bandwidth's.
+            held = []
+            for r in range(repeats):
+                folds = stratified_folds(y.astype(np.intp), seed=r)
+                held.append(bin_to_nodes(z, y, w, nodes, folds, N_FOLDS))
+            held = np.array(held).reshape(repeats * N_FOLDS, 2, -1)
+            total = held.reshape(repeats, N_FOLDS, 2, -1).sum(axis=1)
+            train = np.repeat(total, N_FOLDS, axis=0) - held
+            weights = np.concatenate([_node_log_loss(nodes, st, eps)[1] for st in held])
+            squared, base_fits = [], {}
+            mixed = AVERAGE_BASES and len(bases) > 1
 
-        def cross_validate(bs, h, alpha):
-            if bs not in base_fits:
-                base_fits[bs] = _fold_base_log_odds(nodes, train, bs)
-            U = base_fits[bs]
-            kern = None
-            if np.isfinite(h) and h != MONOTONE:
-                if not squared:
-                    F = np.array([node_coordinates(st) for st in train])
-                    squared.append(np.square(F[:, :, None] - F[:, None, :]))
-                kern = np.exp(squared[0] * (-0.5 / (h * h)))
-            alpha = fit_corrections(U, train, h, prior, init=alpha, kern=kern)
-            losses = [
-                _node_log_loss(U[i] + alpha[i], held[i], eps, mix)[0]
-                for i in range(U.shape[0])
-            ]
-            return alpha, np.concatenate(losses)
+            def cross_validate(bs, h, alpha):
+                if bs not in base_fits:
+                    base_fits[bs] = _fold_base_log_odds(nodes, train, bs)
+                U = base_fits[bs]
+                kern = None
+                if np.isfinite(h) and h != MONOTONE:
+                    if not squared:
+                        F = np.array([node_coordinates(st) for st in train])
+                        squared.append(np.square(F[:, :, None] - F[:, None, :]))
+                    kern = np.exp(squared[0] * (-0.5 / (h * h)))
+                alpha = fit_corrections(U, train, h, prior, init=alpha, kern=kern)
+                losses = [
+                    _node_log_loss(U[i] + alpha[i], held[i], eps, mix)[0]
+                    for i in range(U.shape[0])
+                ]
+                return alpha, np.concatenate(losses)
 
-        if mixed:
-            h, step, scores, pi = _average_then_correct(
-                bases, hs, cross_validate, weights, n_eff, base_fits
-            )
+            if mixed:
+                h, step, scores, pi = _average_then_correct(
+                    bases, hs, cross_validate, weights, n_eff, base_fits
+                )
+            else:
+                (base, h), scores = _two_stage_choice(
+                    bases, hs, cross_validate, weights, n_eff
+                )
         else:
-            (base, h), scores = _two_stage_choice(
-                bases, hs, cross_validate, weights, n_eff
+            base, h = candidates[0]
+            mixed = False
+        if not mixed:
+            step = 0.0
+        stats = bin_to_nodes(z, y, w, nodes)
+        # The map is constant beyond the extreme nodes: a base is tabulated
+        # between them, finely enough for linear interpolation.
+        grid = np.union1d(np.linspace(nodes[0], nodes[-1], TABLE_POINTS), nodes)
+        mixture = None
+        if mixed:
+            # Bases of negligible weight change no probability by more than it.
+            keep = pi >= MIN_BASE_WEIGHT
+            kept = tuple(b for b, k in zip(bases, keep, strict=True) if k)
+            u, table, (base, coef) = _fit_mixture(
+                nodes, stats, kept, pi[keep] / pi[keep].sum(), grid
             )
-    else:
-        base, h = candidates[0]
-        mixed = False
-    if not mixed:
-        step = 0.0
-    stats = bin_to_nodes(z, y, w, nodes)
-    # The map is constant beyond the extreme nodes: a base is tabulated
-    # between them, finely enough for linear interpolation.
-    grid = np.union1d(np.linspace(nodes[0], nodes[-1], TABLE_POINTS), nodes)
-    mixture = None
-    if mixed:
-        # Bases of negligible weight change no probability by more than it.
-        keep = pi >= MIN_BASE_WEIGHT
-        kept = tuple(b for b, k in zip(bases, keep, strict=True) if k)
-        u, table, (base, coef) = _fit_mixture(
-            nodes, stats, kept, pi[keep] / pi[keep].sum(), grid
+            table = (grid, table)
+            mixture = dict(zip(bases, map(float, pi), strict=True))
+        else:
+            u, coef, draws = _fit_averaged_base(nodes, stats, base)
+            table = None
+            if draws is not None:
+                table = (grid, predictive_log_odds(grid, base, draws))
+        correction = LogitMap(u, fit_correction(u, stats, h, prior), h)
+        if step > 0.0:
+            maps = (
+                correction,
+                LogitMap(u, fit_correction(u, stats, MONOTONE, prior), MONOTONE),
+            )
+            correction = MixedMap(maps, (1.0 - step, step))
+        fit = BinaryLogitFit(
+            base, coef, correction, base_table=table, base_weights=mixture
         )
-        table = (grid, table)
-        mixture = dict(zip(bases, map(float, pi), strict=True))
-    else:
-        u, coef, draws = _fit_averaged_base(nodes, stats, base)
-        table = None
-        if draws is not None:
-            table = (grid, predictive_log_odds(grid, base, draws))
-    correction = LogitMap(u, fit_correction(u, stats, h, prior), h)
-    if step > 0.0:
-        maps = (
-            correction,
-            LogitMap(u, fit_correction(u, stats, MONOTONE, prior), MONOTONE),
-        )
-        correction = MixedMap(maps, (1.0 - step, step))
-    fit = BinaryLogitFit(base, coef, correction, base_table=table, base_weights=mixture)
-    return fit, scores
+        return fit, scores
 
 
 def _average_then_correct(bases, hs, cross_validate, weights, n_eff, base_fits):

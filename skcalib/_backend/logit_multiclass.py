@@ -29,6 +29,7 @@ from .logit_selection import (
     stratified_folds,
     uniform_mix,
 )
+from .threads import one_blas_thread
 
 # Standard errors by which the matrix base must beat the other bases'
 # choice (see _matrix_challenge). Its prior already holds it near the
@@ -281,57 +282,61 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
     """
     n = L.shape[0]
     rows = _systematic(n, MAX_SELECTION_ROWS)
-    hs, bases, candidates = _candidates(
-        bandwidth, base, MULTICLASS_BASES, effective_size(w)
-    )
-    scores = None
-    if len(candidates) > 1 and n >= 2 * N_FOLDS:
-        Ls, ys, ws = L[rows], y_idx[rows], w[rows]
-        # The first split's fold maps and held-out base log-odds, from which
-        # the chosen map's out-of-fold output is rebuilt without refitting.
-        first_split = {}
-        repeats = _n_repeats(rows.shape[0], L.shape[1] - 1)
-        mix = uniform_mix(float(ws.sum()) * (N_FOLDS - 1) / N_FOLDS)
-        splits = []
-        for r in range(repeats):
-            folds = stratified_folds(ys, seed=r)
-            for f in range(N_FOLDS):
-                tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
-                splits.append((r, tr, te))
-        weights = np.concatenate([ws[te] for _, _, te in splits])
-        parts = {}  # base -> [(fold statistics, held-out base log-odds)]
+    n_eff = effective_size(w)
+    # The selection's products are over at most MAX_SELECTION_ROWS rows, the
+    # final fit's over K columns: too small for BLAS threads, which only
+    # oversubscribe the cores (the sum over the rows above is the one whose
+    # threads change its rounding).
+    with one_blas_thread():
+        hs, bases, candidates = _candidates(bandwidth, base, MULTICLASS_BASES, n_eff)
+        scores = None
+        if len(candidates) > 1 and n >= 2 * N_FOLDS:
+            Ls, ys, ws = L[rows], y_idx[rows], w[rows]
+            # The first split's fold maps and held-out base log-odds, from which
+            # the chosen map's out-of-fold output is rebuilt without refitting.
+            first_split = {}
+            repeats = _n_repeats(rows.shape[0], L.shape[1] - 1)
+            mix = uniform_mix(float(ws.sum()) * (N_FOLDS - 1) / N_FOLDS)
+            splits = []
+            for r in range(repeats):
+                folds = stratified_folds(ys, seed=r)
+                for f in range(N_FOLDS):
+                    tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
+                    splits.append((r, tr, te))
+            weights = np.concatenate([ws[te] for _, _, te in splits])
+            parts = {}  # base -> [(fold statistics, held-out base log-odds)]
 
-        def cross_validate(bs, h, alphas):
-            if bs not in parts:
-                parts[bs] = [
-                    [fold, None]
-                    for fold in _ClassStatistics.many(
-                        [(Ls[tr], ys[tr], ws[tr]) for _, tr, _ in splits], bs
-                    )
-                ]
-            alphas = alphas or [None] * len(splits)
-            out, losses = [], []
-            for i, (r, _, te) in enumerate(splits):
-                part = parts[bs][i]
-                fit, a = part[0].fit(h, prior, alphas[i])
-                if part[1] is None:  # the same base for every bandwidth
-                    part[1] = fit.base_log_odds(Ls[te])
-                out.append(a)
-                losses.append(_multiclass_losses(fit, part[1], ys[te], eps, mix))
-                if r == 0:
-                    first_split.setdefault((bs, h), []).append((te, fit, part[1]))
-            return out, np.concatenate(losses)
+            def cross_validate(bs, h, alphas):
+                if bs not in parts:
+                    parts[bs] = [
+                        [fold, None]
+                        for fold in _ClassStatistics.many(
+                            [(Ls[tr], ys[tr], ws[tr]) for _, tr, _ in splits], bs
+                        )
+                    ]
+                alphas = alphas or [None] * len(splits)
+                out, losses = [], []
+                for i, (r, _, te) in enumerate(splits):
+                    part = parts[bs][i]
+                    fit, a = part[0].fit(h, prior, alphas[i])
+                    if part[1] is None:  # the same base for every bandwidth
+                        part[1] = fit.base_log_odds(Ls[te])
+                    out.append(a)
+                    losses.append(_multiclass_losses(fit, part[1], ys[te], eps, mix))
+                    if r == 0:
+                        first_split.setdefault((bs, h), []).append((te, fit, part[1]))
+                return out, np.concatenate(losses)
 
-        (base, h), scores = _matrix_challenge(
-            bases, hs, cross_validate, weights, effective_size(ws)
-        )
-    else:
-        base, h = candidates[0]
-    fit = _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0]
-    if scores is not None and np.isfinite(h):
-        Q = np.empty(Ls.shape)
-        for te, fold_fit, U_te in first_split[(base, h)]:
-            Q[te] = fold_fit.corrected(U_te)
-        sharpness = fit_inverse_temperature(log_probabilities(Q), ys, ws)
-        fit = replace(fit, sharpness=sharpness)
-    return fit, scores
+            (base, h), scores = _matrix_challenge(
+                bases, hs, cross_validate, weights, effective_size(ws)
+            )
+        else:
+            base, h = candidates[0]
+        fit = _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0]
+        if scores is not None and np.isfinite(h):
+            Q = np.empty(Ls.shape)
+            for te, fold_fit, U_te in first_split[(base, h)]:
+                Q[te] = fold_fit.corrected(U_te)
+            sharpness = fit_inverse_temperature(log_probabilities(Q), ys, ws)
+            fit = replace(fit, sharpness=sharpness)
+        return fit, scores

@@ -7,6 +7,18 @@ import numpy as np
 MAX_NODES = 129
 
 
+# Buckets per node of interval_index, the most nodes it compares a sample
+# with (more in one bucket: a binary search), and the fewest samples for
+# which the buckets beat a binary search.
+BUCKETS_PER_NODE = 32
+
+
+MAX_NODES_PER_BUCKET = 4
+
+
+MIN_BUCKET_ROWS = 2048
+
+
 # Half-width (relative) of the two nodes standing for a single distinct value.
 _SINGLE_NODE_HALF_WIDTH = 1e-6
 
@@ -51,13 +63,83 @@ def make_nodes(u, w, max_nodes=MAX_NODES):
     return nodes
 
 
+def _searched_index(u, nodes):
+    """:func:`interval_index` by a binary search per sample."""
+    # np.minimum/np.maximum: np.clip without its wrapper's overhead
+    idx = np.searchsorted(nodes, u, side="right") - 1
+    return np.minimum(np.maximum(idx, 0), nodes.shape[0] - 2)
+
+
+def interval_index(u, nodes):
+    """Index of the node interval holding each ``u``, the end ones extended.
+
+    ``np.clip(np.searchsorted(nodes, u, side="right") - 1, 0, m - 2)`` for
+    increasing ``nodes`` (``m >= 2``), that is the number of interior nodes
+    at or below ``u``. A binary search per sample mispredicts its branches
+    and took most of the binning of large samples; here each sample falls
+    in one of ``BUCKETS_PER_NODE * m`` equal buckets spanning the nodes,
+    which gives the interior nodes of the buckets before its own, and is
+    compared with the few nodes in its own bucket. The bucket is a
+    non-decreasing function of the value, rounding included, and the nodes'
+    buckets come from the same operations, so a node in an earlier bucket
+    lies below the sample and one in a later bucket above it: the count is
+    exact. Small samples, ``NaN`` and nodes crowded into one bucket take the
+    binary search.
+
+    Parameters
+    ----------
+    u : ndarray of shape (n,)
+        Values to place.
+    nodes : ndarray of shape (m,)
+        Increasing nodes, ``m >= 2``.
+
+    Returns
+    -------
+    ndarray of shape (n,), intp
+        Left node of each value's interval, in ``[0, m - 2]``.
+    """
+    m = nodes.shape[0]
+    if u.shape[0] < MIN_BUCKET_ROWS or m < 3:
+        return _searched_index(u, nodes)
+    n_buckets = BUCKETS_PER_NODE * m
+    lo = nodes[0]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        scale = n_buckets / (nodes[-1] - lo)
+
+        def bucket(v):
+            pos = v - lo
+            pos *= scale
+            np.maximum(pos, 0.0, out=pos)
+            return np.minimum(pos, n_buckets - 1, out=pos)
+
+        pos = bucket(u)
+    # Clipped positions sum to a finite number unless one of them is NaN.
+    if not np.isfinite(scale) or np.isnan(np.add.reduce(pos)):
+        return _searched_index(u, nodes)
+    inner = nodes[1:-1]
+    at = bucket(inner).astype(np.intp)
+    count = np.bincount(at, minlength=n_buckets)
+    crowd = int(count.max())
+    if crowd > MAX_NODES_PER_BUCKET:
+        return _searched_index(u, nodes)
+    first = np.cumsum(count) - count
+    b = pos.astype(np.intp)
+    idx = np.take(first, b)
+    # The j-th interior node of each bucket; NaN (below no value) where the
+    # bucket has fewer.
+    padded = np.concatenate([inner, np.full(crowd, np.nan)])
+    for j in range(crowd):
+        node = np.where(j < count, padded[first + j], np.nan)
+        idx += u >= np.take(node, b)
+    return idx
+
+
 def hat_weights(u, nodes):
     """Left node index and the share ``theta`` of the right node for each ``u``."""
-    m = nodes.shape[0]
-    # np.minimum/np.maximum: np.clip without its wrapper's overhead
-    idx = np.minimum(np.maximum(np.searchsorted(nodes, u, side="right") - 1, 0), m - 2)
-    left = nodes[idx]
-    theta = np.minimum(np.maximum((u - left) / (nodes[idx + 1] - left), 0.0), 1.0)
+    idx = interval_index(u, nodes)
+    left = np.take(nodes, idx)
+    width = np.take(np.diff(nodes), idx)
+    theta = np.minimum(np.maximum((u - left) / width, 0.0), 1.0)
     return idx, theta
 
 
