@@ -250,10 +250,14 @@ def fit_inverse_temperature(L, y_idx, w):
     top = L.max(axis=1)
     shifted = L - top[:, None]
     label_gap = Ly - top
+    # One buffer for every evaluation: a fresh n x K array each time costs
+    # as much in page faults as its exponential.
+    scaled = np.empty_like(shifted)
 
     def objective(log_beta):
         b = np.exp(log_beta)
-        log_norm = np.log(np.exp(b * shifted).sum(axis=1))
+        np.multiply(shifted, b, out=scaled)
+        log_norm = np.log(np.exp(scaled, out=scaled).sum(axis=1))
         nll = float(w @ (log_norm - b * label_gap))
         return nll + 0.5 * prec * max(log_beta, 0.0) ** 2
 
