@@ -245,6 +245,41 @@ def test_chunking_and_threads_do_not_change_the_result():
     np.testing.assert_allclose(a.per_sample, b.per_sample, atol=1e-13)
 
 
+@pytest.mark.parametrize("K", [2, 10, 100])
+@pytest.mark.parametrize("weights", ["unit", "fractional with zeros"])
+def test_unclamped_exponentials_give_the_clamped_statistics(K, weights):
+    # The row bounds let the chunks skip the clamp before exp() when nothing
+    # falls below it; either way the statistics agree to rounding.
+    from skcalib._backend.smoothing import (
+        DirichletCentres,
+        chunk_statistics,
+        row_lower_bounds,
+    )
+
+    rng = np.random.default_rng(K)
+    n = 120
+    F = rng.dirichlet(np.full(K, 0.5), size=n)
+    y = rng.integers(0, K, n)
+    w = np.ones(n)
+    if weights != "unit":
+        w = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.3, 2.5, n))
+    centres = DirichletCentres(F, y, w)
+    logX = np.log(centres.F)
+    rows = centres.order
+    for b in (1e-5, 1e-3, 0.05, 1.0):
+        shift = centres.column_shift(b)
+        L = logX @ (centres.F / b).T - shift
+        lower = row_lower_bounds(logX, b, shift)
+        finite = np.where(np.isfinite(L), L, np.inf).min(axis=1)
+        assert np.all(lower <= finite + 1e-9 * np.abs(finite))
+        loo = centres.loo_columns(rows)
+        kw = dict(loo=loo, X=centres.F)
+        ref = chunk_statistics(centres, L.copy(), **kw)
+        got = chunk_statistics(centres, L.copy(), lower=lower, **kw)
+        for key in ref:
+            np.testing.assert_allclose(got[key], ref[key], rtol=1e-13, atol=1e-15)
+
+
 def test_parallel_chunks_run_single_threaded_blas():
     # Chunk workers each run their own products; BLAS threads on top of them
     # oversubscribe the cores. Inside a worker BLAS has one thread; after the

@@ -161,7 +161,15 @@ class DirichletCentres:
 
 
 def chunk_statistics(
-    centres, L, loo=None, *, ratio=True, ess=True, pairs=False, X=None
+    centres,
+    L,
+    loo=None,
+    *,
+    ratio=True,
+    ess=True,
+    pairs=False,
+    X=None,
+    lower=None,
 ):
     """Smoother statistics of a chunk of weighted log-kernel rows.
 
@@ -179,6 +187,10 @@ def chunk_statistics(
         Evaluation points of the rows (clipped probability vectors); when
         given, also the U-statistic ``squared_error`` of ``||R_j - x_j||^2``
         (class-label targets only).
+    lower : ndarray of shape (c,) or None
+        Lower bounds of the rows of ``L`` (the own column left out); when
+        every row stays within 700 of its maximum (the clamp level), the clamp
+        before ``exp`` is skipped. None always clamps.
 
     Returns
     -------
@@ -224,19 +236,44 @@ def chunk_statistics(
     L -= m_ref[:, None]
     # exp() takes a slow path for arguments that underflow; weights below
     # e^-700 (1e-304 of the row maximum) cannot change sums that are >= 1.
-    np.maximum(L, _EXP_FLOOR, out=L)
+    # The clamp is a pass of its own (0.36 ns per entry against 5.4 for the
+    # exp): skip it when the row bounds show nothing to clamp.
+    if (
+        lower is None
+        or not np.all(lower - m_ref >= _EXP_FLOOR)
+        or (pairs and not np.all(has_rest))
+    ):
+        np.maximum(L, _EXP_FLOOR, out=L)
     np.exp(L, out=L)
     g = L
-    z = g.sum(axis=1)
+    need_q = ess or pairs
+    if X is not None:
+        # Per-class sums of the squared weights; q is their total, which
+        # saves a pass over the chunk.
+        g2 = g * g
+        if not centres.unit_pairs:
+            g2 *= centres.pair_c
+        qk = centres.class_sums(g2)
+    labelled_sums = centres.labels and (ratio or pairs)
+    if labelled_sums:
+        a = centres.class_sums(g)
+        z = a.sum(axis=1)
+    else:
+        z = g.sum(axis=1)
     total = lead + rho * z
     out = {"log_mass": m1 + np.log(total)}
-    if ess or pairs:
-        if centres.unit_pairs:
+    if need_q:
+        if X is not None:
+            q = qk.sum(axis=1)
+        elif centres.unit_pairs:
             q = np.einsum("ij,ij->i", g, g)
         else:
             q = np.einsum("ij,ij,j->i", g, g, centres.pair_c)
         if loo is not None:
-            q += g[rows, cols] ** 2 * (diag_c - centres.pair_c[cols])
+            q_loo = g[rows, cols] ** 2 * (diag_c - centres.pair_c[cols])
+            q += q_loo
+            if X is not None:
+                qk[rows, centres.y[cols]] += q_loo
         c_star = 0.0
         if pairs:
             c_star = centres.pair_c[istar]
@@ -246,7 +283,8 @@ def chunk_statistics(
             out["ess"] = total**2 / (lead * c_star + rho**2 * q)
     if not (ratio or pairs):
         return out
-    a = centres.class_sums(g)
+    if not labelled_sums:
+        a = centres.class_sums(g)
     if ratio:
         top = a
         if pairs:
@@ -266,24 +304,13 @@ def chunk_statistics(
             scaled = (2.0 * a_top + rho * x_num) / (2.0 * z + rho * x_den)
         out["pairs"] = np.where(t > 0, plain, scaled)
     if X is not None:
-        out["squared_error"] = _squared_error_u(
-            centres, g, a, q, z, rho, t, istar, X, loo
-        )
+        out["squared_error"] = _squared_error_u(a, qk, q, z, rho, t, istar, X, centres)
     return out
 
 
-def _squared_error_u(centres, g, a, q, z, rho, t, istar, X, loo):
+def _squared_error_u(a, qk, q, z, rho, t, istar, X, centres):
     """Pair (i != i') U-statistic of ``||R_j - x_j||^2``; see chunk_statistics."""
-    rows = np.arange(g.shape[0])
-    g2 = g * g
-    if not centres.unit_pairs:
-        g2 *= centres.pair_c
-    qk = centres.class_sums(g2)
-    if loo is not None:
-        cols, _, diag_c = loo
-        qk[rows, centres.y[cols]] += g[rows, cols] ** 2 * (
-            diag_c - centres.pair_c[cols]
-        )
+    rows = np.arange(a.shape[0])
     x_sq = np.einsum("ij,ij->i", X, X)
     a_x = np.einsum("ij,ij->i", a, X)
     ystar = centres.y[istar]
@@ -425,13 +452,17 @@ def _smooth(
     X=None,
 ):
     m = logX.shape[0]
-    Fb = centres.F / bandwidth
+    # Centres as contiguous rows of length n: the product streams them once
+    # per chunk, and the transposed view of (n, K) took 3.8 ns per kernel
+    # entry against 2.5 (n = 1e5, K = 10, chunks of 5 rows).
+    FbT = np.ascontiguousarray((centres.F / bandwidth).T)
     shift = centres.column_shift(bandwidth)
     if chunk_size is None:
         chunk_size = default_chunk_size(centres.n)
+    lower = row_lower_bounds(logX, bandwidth, shift)
 
     def work(sl):
-        L = logX[sl] @ Fb.T
+        L = logX[sl] @ FbT
         L -= shift
         loo = centres.loo_columns(eval_rows[sl]) if leave_one_out else None
         return chunk_statistics(
@@ -441,6 +472,7 @@ def _smooth(
             ratio=ratio,
             pairs=pairs,
             X=None if X is None else X[sl],
+            lower=None if lower is None else lower[sl],
         )
 
     parts = map_chunks(work, m, chunk_size, n_jobs)
@@ -458,6 +490,19 @@ def _smooth(
         pair_agreement=stats.get("pairs") if pairs else None,
         squared_error=stats.get("squared_error"),
     )
+
+
+def row_lower_bounds(logX, bandwidth, shift):
+    """Lower bounds of the rows of ``log(X) (F / b)^T - shift``, or None.
+
+    The rows of ``F`` sum to one, so ``log(x_j) . f_i / b`` is at least
+    ``min_k log(x_jk) / b``; centres of zero weight (infinite shift) have
+    zero kernel weight and need no bound.
+    """
+    finite = shift[np.isfinite(shift)]
+    if finite.shape[0] == 0:
+        return None
+    return logX.min(axis=1) / bandwidth - finite.max()
 
 
 def label_squared_error(F, y):
