@@ -21,6 +21,7 @@ from .smoothing import (
     default_chunk_size,
     label_squared_error,
     map_chunks,
+    row_lower_bounds,
 )
 from .user_warning import warn_user
 
@@ -99,19 +100,31 @@ def select_dirichlet_bandwidth(
     f_sq = np.einsum("ij,ij->i", Fs, Fs)
     target = label_squared_error(Fs, yy)
     shifts = [centres.column_shift(b) for b in grid]
+    lowers = [
+        row_lower_bounds(logX, b, shift) for b, shift in zip(grid, shifts, strict=True)
+    ]
+    FsT = np.ascontiguousarray(Fs.T)
     if chunk_size is None:
         chunk_size = default_chunk_size(m)
 
     def work(sl):
-        gram = logX[sl] @ Fs.T
+        gram = logX[sl] @ FsT
+        L = np.empty_like(gram)
         rows = centres.order[sl]  # original indices of these sorted rows
         loo = centres.loo_columns(rows)
         w_rows = ws[sl]
         scores = np.empty(len(grid))
         for g, b in enumerate(grid):
-            L = gram * (1.0 / b)
+            np.multiply(gram, 1.0 / b, out=L)
             L -= shifts[g]
-            st = chunk_statistics(centres, L, loo, ratio=method == "risk", ess=False)
+            st = chunk_statistics(
+                centres,
+                L,
+                loo,
+                ratio=method == "risk",
+                ess=False,
+                lower=None if lowers[g] is None else lowers[g][sl],
+            )
             if method == "mle":
                 ll = st["log_mass"] - np.log(total[sl])
                 scores[g] = np.dot(w_rows, ll)
