@@ -1034,7 +1034,7 @@ def test_base_weights_are_the_bootstrapped_posterior_of_the_bases(gaps):
     # with g ~ n Dirichlet(1, ..., 1): the weights use its normal
     # approximation, which 200 rows make close, on three bases and on four
     # (fewer quadrature points per axis).
-    from skcalib._backend.logit_binary import base_weights
+    from skcalib._backend.logit_selection import base_weights
 
     rng = np.random.default_rng(7)
     n = 200
@@ -1054,7 +1054,7 @@ def test_base_weights_are_the_bootstrapped_posterior_of_the_bases(gaps):
 
 
 def test_base_weights_follow_the_prior_or_the_clear_winner():
-    from skcalib._backend.logit_binary import base_weights
+    from skcalib._backend.logit_selection import base_weights
 
     rng = np.random.default_rng(8)
     common = rng.exponential(0.6, 300)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, log_expit, logsumexp, softmax
+from scipy.special import expit, log_expit, logsumexp
 
 from .logit_bases import (
     TABLE_POINTS,
@@ -23,6 +23,8 @@ from .logit_correction import (
 )
 from .logit_nodes import bin_to_nodes, make_nodes
 from .logit_selection import (
+    BASE_PRIOR_ODDS,
+    MIN_BASE_WEIGHT,
     MIN_NARROW_MARGIN_ROWS,
     N_FOLDS,
     SE_MULTIPLIER,
@@ -30,6 +32,7 @@ from .logit_selection import (
     _n_repeats,
     _node_log_loss,
     _two_stage_choice,
+    base_weights,
     effective_size,
     standard_error_choice,
     stratified_folds,
@@ -71,14 +74,6 @@ from .threads import one_blas_thread
 AVERAGE_BASES = True
 
 
-# Prior odds of temperature scaling against each other base in the mixture
-# (1 to 1 among the others). Same measures as above: odds 2, 2.3 (the
-# temperature-shaped truth at n = 50); 5, 1.9, -0.92 %, 4; 10, 1.6 (u2/50
-# and the temperature-shaped truth at n = 50; beta/50 1.5), -0.98 %, 3; 20,
-# 1.8 (u2/50), -0.96 %, 4.
-BASE_PRIOR_ODDS = 10.0
-
-
 # Prior odds of the sigmoid base (against 1 for Platt and beta) in the
 # mixture from MIN_NARROW_MARGIN_ROWS rows. Its map of the raw score is
 # rarely the shape of the truth where the log-odds one is, yet its held-out
@@ -89,12 +84,6 @@ BASE_PRIOR_ODDS = 10.0
 # overconfident/1000 1.59, platt/1000 1.08, real data median -0.15 %, worst
 # +0.54 %; 0.3: 1.64, 1.41, 0.99; 0.1: as above.
 SIGMOID_PRIOR_ODDS = 0.1
-
-
-# Bases below this weight are left out of the mixture (and the others'
-# weights renormalised): they would move no probability by more than this
-# share, and each costs a fit and a tabulation.
-MIN_BASE_WEIGHT = 1e-4
 
 
 # Prior odds of the smooth correction against the step map (bandwidth
@@ -115,14 +104,6 @@ STEP_PRIOR_ODDS = 30.0
 
 # Name of the mixture of bases among the candidates of a selection.
 MIXTURE = "mixture"
-
-
-# Gauss-Hermite points per coordinate of the normal approximation in
-# base_weights, by number of coordinates (bases - 1). With four bases, 41
-# per axis (68921 points) took 19 ms; 21 (9261) 2 ms, within 1e-3 of 41's
-# weights (11: 4e-3), against the normal approximation's own 2e-3 from a
-# Monte Carlo of the Bayesian bootstrap.
-WEIGHT_QUADRATURE_POINTS = {1: 41, 2: 41, 3: 21}
 
 
 @dataclass(frozen=True)
@@ -182,58 +163,6 @@ class BinaryLogitFit:
 
 
 BINARY_BASES = ("temperature", "platt", "beta", "sigmoid")
-
-
-def base_weights(losses, weights, n_eff, prior_odds=None):
-    """Weights of the bases in their mixture, from their held-out log scores.
-
-    Pseudo-Bayesian model averaging with the Bayesian bootstrap (Yao et al.
-    2018, "pseudo-BMA+"): base ``k``'s weight is its posterior probability
-    ``pi_k exp(-S_k) / sum_j pi_j exp(-S_j)`` when the held-out log-losses
-    ``S_k = sum_i v_i l_ki`` of the bases are those of the sample, averaged
-    over the uncertainty of ``S`` as a sample of ``n_eff`` rows gives it:
-    the bootstrap's differences ``S_k - S_0`` approximated by their normal
-    distribution (mean ``n_eff`` times the mean paired difference, the
-    Bayesian bootstrap's covariance of the paired differences), integrated
-    by a Gauss-Hermite product rule. A base ahead by a few standard errors
-    takes the weight; bases within noise of each other share it, in the
-    proportions of the prior.
-
-    Parameters
-    ----------
-    losses : ndarray of shape (k, N)
-        Held-out losses of each base, paired (same samples, same order).
-    weights : ndarray of shape (N,)
-        Weights of the held-out losses (their total stands for ``n_eff``
-        rows).
-    n_eff : float
-        Independent rows behind the losses.
-    prior_odds : ndarray of shape (k,), optional
-        Prior weights of the bases (any scale); default equal.
-
-    Returns
-    -------
-    ndarray of shape (k,)
-        Weights summing to one.
-    """
-    losses = np.asarray(losses, dtype=np.float64)
-    k = losses.shape[0]
-    log_prior = np.zeros(k) if prior_odds is None else np.log(prior_odds)
-    if k == 1:
-        return np.ones(1)
-    v = weights * (n_eff / weights.sum())
-    diff = losses[1:] - losses[0]
-    mean = diff @ v
-    dev = diff - mean[:, None] / n_eff
-    cov = (dev * v) @ dev.T * (n_eff / (n_eff + 1.0))
-    lam, vec = np.linalg.eigh(cov)
-    t, gw = np.polynomial.hermite_e.hermegauss(WEIGHT_QUADRATURE_POINTS[k - 1])
-    T = np.stack(np.meshgrid(*([t] * (k - 1)), indexing="ij"), -1).reshape(-1, k - 1)
-    G = np.prod(np.stack(np.meshgrid(*([gw] * (k - 1)), indexing="ij"), -1), -1)
-    G = G.reshape(-1) / G.sum()
-    S = mean + (T * np.sqrt(np.maximum(lam, 0.0))) @ vec.T
-    logits = log_prior - np.concatenate([np.zeros((S.shape[0], 1)), S], axis=1)
-    return G @ softmax(logits, axis=1)
 
 
 def step_weight(smooth, step, weights, n_eff):
