@@ -183,10 +183,10 @@ default="auto"
     method_ : {"logit", "grid", "classwise", "canonical"}
         The method used.
     base_ : {"temperature", "platt", "beta", "sigmoid", "vector", "matrix"}
-        Parametric part of the logit map; logit method only. A binary map
-        fitted with ``base="auto"`` mixes the bases (weights in
-        ``maps_[0].base_weights``); ``base_`` is then the one of largest
-        weight.
+        Parametric part of the logit map; logit method only. A map fitted
+        with ``base="auto"`` mixes the bases (weights in
+        ``maps_[0].base_weights``; a multiclass map only when it chose no
+        correction); ``base_`` is then the one of largest weight.
     score_floor_ : ndarray of shape (n_classes,)
         Logit method only: for each column with an exact 0 among the
         calibration scores (the 0s of k-nearest neighbours or random
