@@ -864,3 +864,38 @@ def test_max_samples_is_checked():
     for bad in (1, 0, 2.5, "10"):
         with pytest.raises((ValueError, TypeError), match="max_samples"):
             kde_calibration_error(y, P, max_samples=bad)
+
+
+@pytest.mark.parametrize(
+    "k, bandwidth", [(2, 0.05), (3, 0.3), (10, "risk"), (10, 1e-3)]
+)
+def test_single_precision_weights_move_the_estimate_by_rounding_only(
+    k, bandwidth, monkeypatch
+):
+    # From SINGLE_EXP_COLUMNS training points the kernel weights are float32
+    # exponentials: forced on a small sample, the estimates stay within 1e-6
+    # relative of the float64 ones (ties and unequal weights included).
+    from skcalib._backend import smoothing
+
+    rng = np.random.default_rng(k)
+    P = rng.dirichlet(np.full(k, 0.6), 1500)
+    P[:200] = P[0]  # a block of tied rows
+    y = (P.cumsum(axis=1) < rng.random(1500)[:, None]).sum(axis=1)
+    w = rng.uniform(0.2, 3.0, 1500)
+    out = {}
+    for columns in (np.inf, 0):
+        monkeypatch.setattr(smoothing, "SINGLE_EXP_COLUMNS", columns)
+        out[columns] = [
+            kde_calibration_error(
+                y, P, p=p, bandwidth=bandwidth, sample_weight=w, return_details=True
+            )
+            for p in (1, 2)
+        ]
+    for exact, single in zip(out[np.inf], out[0], strict=True):
+        np.testing.assert_array_equal(single.bandwidth, exact.bandwidth)
+        assert single.value != exact.value  # the single-precision path ran
+        np.testing.assert_allclose(single.value, exact.value, rtol=1e-6)
+        scale = np.abs(exact.per_sample).max()
+        np.testing.assert_allclose(
+            single.per_sample, exact.per_sample, rtol=1e-4, atol=1e-7 * scale
+        )

@@ -34,6 +34,20 @@ __all__ = ["DirichletSmootherResult", "dirichlet_nw", "default_chunk_size"]
 _CHUNK_BYTES = 2**22
 _EXP_FLOOR = -700.0
 
+# From this many training points (columns of a chunk) the kernel weights are
+# exponentiated in single precision, clamped at _EXP_FLOOR_SINGLE (below it
+# float32 turns subnormal). The float64 exp is half of the whole cost of an
+# entry (5.4 of about 11 ns on AVX2, where numpy's float32 exp is
+# vectorised and its float64 one is not): at n = 2e4, K = 10 the smoother
+# took 3.73 s against 5.06, the default p = 2 call at 1e5 100 s against
+# 132 (a busy machine). Each weight is then exact to 6e-8 relative; on
+# 32 inputs (K = 2 to 100, ties, weights, bandwidths 1e-5 to 1) the
+# estimates moved by at most 5e-9 relative and the per-sample terms by
+# 6e-6, against sampling errors of the estimate of 1e-3 or more at these
+# sizes. Below it (calls of under 15 s) every weight is float64.
+SINGLE_EXP_COLUMNS = 2**15
+_EXP_FLOOR_SINGLE = -87.0
+
 
 def default_chunk_size(n_train, chunk_bytes=_CHUNK_BYTES):
     """Number of evaluation rows per chunk so that a work array fits ``chunk_bytes``."""
@@ -238,13 +252,20 @@ def chunk_statistics(
     # e^-700 (1e-304 of the row maximum) cannot change sums that are >= 1.
     # The clamp is a pass of its own (0.36 ns per entry against 5.4 for the
     # exp): skip it when the row bounds show nothing to clamp.
+    single = L.shape[1] >= SINGLE_EXP_COLUMNS
+    floor = _EXP_FLOOR_SINGLE if single else _EXP_FLOOR
     if (
         lower is None
-        or not np.all(lower - m_ref >= _EXP_FLOOR)
+        or not np.all(lower - m_ref >= floor)
         or (pairs and not np.all(has_rest))
     ):
-        np.maximum(L, _EXP_FLOOR, out=L)
-    np.exp(L, out=L)
+        np.maximum(L, floor, out=L)
+    if single:
+        w32 = L.astype(np.float32)
+        np.exp(w32, out=w32)
+        L[...] = w32
+    else:
+        np.exp(L, out=L)
     g = L
     need_q = ess or pairs
     if X is not None:
