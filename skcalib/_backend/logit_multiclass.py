@@ -282,8 +282,8 @@ def _matrix_challenge(bases, hs, cross_validate, weights, n_eff):
     temperature within the margin of the sigmoid base into a sigmoid base
     beyond the margin of the matrix one (on digits with GaussianNB at 100
     rows, tuning seeds: +5 % -> +20 % of the best peer's log-loss).
-    ``cross_validate`` is called again for the same base at ``hs[0]``: it
-    memoises those calls. Returns ``((base, h), {candidate: mean loss})``.
+    ``cross_validate`` is called more than once for a base at ``hs[0]``, so
+    the caller memoises those calls. Returns ``((base, h), {candidate: mean loss})``.
     """
     if "matrix" not in bases or len(bases) == 1:
         return _two_stage_choice(bases, hs, cross_validate, weights, n_eff)
