@@ -47,8 +47,9 @@ MIN_STEP_ROWS = 500
 MIN_BETA_ROWS = 500
 
 
-# Prior odds of temperature scaling against each other base in a mixture of
-# bases (1 to 1 among the others), binary or multiclass. Measured on the
+# Prior odds of temperature scaling against each other base in the binary
+# mixture of bases (1 to 1 among the others; the multiclass map has its own,
+# MULTICLASS_BASE_PRIOR_ODDS in logit_multiclass). Measured on the
 # binary mixture (the measures of AVERAGE_BASES in logit_binary): odds 2, 2.3 (the
 # temperature-shaped truth at n = 50); 5, 1.9, -0.92 %, 4; 10, 1.6 (u2/50
 # and the temperature-shaped truth at n = 50; beta/50 1.5), -0.98 %, 3; 20,
