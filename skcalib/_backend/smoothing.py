@@ -285,10 +285,55 @@ def chunk_statistics(
     mass ``t + rho (2 z + rho (z^2 - q))``.
     """
     pairs = pairs or X is not None
+    sums = chunk_sums(
+        centres,
+        L,
+        loo,
+        ratio=ratio,
+        ess=ess,
+        pairs=pairs,
+        squares_by_class=X is not None,
+        lower=lower,
+        buffers=buffers,
+    )
+    return finish_statistics(centres, sums, loo, ratio=ratio, ess=ess, pairs=pairs, X=X)
+
+
+def chunk_sums(
+    centres,
+    L,
+    loo=None,
+    *,
+    ratio=True,
+    ess=True,
+    pairs=False,
+    squares_by_class=False,
+    lower=None,
+    buffers=None,
+):
+    """Row sums of the kernel weights of a chunk: the passes over its entries.
+
+    Parameters are those of :func:`chunk_statistics`;
+    ``squares_by_class`` asks for the per-class sums of the squared weights
+    (those of ``X`` in :func:`chunk_statistics`).
+
+    Returns
+    -------
+    dict
+        Per-row arrays for :func:`finish_statistics`, which turns the sums
+        of any number of chunks, concatenated, into the statistics.
+
+    Notes
+    -----
+    The row formulas cost some 60 numpy calls on arrays of a chunk's rows,
+    0.3 to 0.8 ns per kernel entry at 4 MB chunks of 1e5 to 4e4 columns
+    when run per chunk; they run once per call instead.
+    """
     rows = np.arange(L.shape[0])
     if loo is not None:
-        cols, log_shift, diag_c = loo
+        cols, log_shift, _ = loo
         L[rows, cols] += log_shift
+    out = {}
     if pairs:
         if not centres.labels:
             raise ValueError("The pair statistic needs class-label targets.")
@@ -298,11 +343,10 @@ def chunk_statistics(
         m_ref = L.max(axis=1)
         has_rest = np.isfinite(m_ref)
         m_ref = np.where(has_rest, m_ref, 0.0)
-        rho = np.where(has_rest, np.exp(np.minimum(m_ref - m1, 0.0)), 0.0)
-        lead = 1.0
+        out.update(istar=istar, m_ref=m_ref, has_rest=has_rest)
     else:
         m1 = m_ref = L.max(axis=1)
-        rho, lead = 1.0, 0.0
+    out["m1"] = m1
     if buffers is None:
         buffers = ChunkBuffers(*L.shape)
     # exp() takes a slow path for arguments that underflow; weights below
@@ -332,31 +376,72 @@ def chunk_statistics(
             np.maximum(L, floor, out=L)
         np.exp(L, out=L)
     g = L
-    need_q = ess or pairs
-    if X is not None:
+    if squares_by_class:
         # Per-class sums of the squared weights; q is their total, which
         # saves a pass over the chunk.
         g2 = np.multiply(g, g, out=buffers.get("g2", g.shape[0]))
         if not centres.unit_pairs:
             g2 *= centres.pair_c
-        qk = centres.class_sums(g2)
+        out["qk"] = centres.class_sums(g2)
+    if ratio or pairs:
+        out["a"] = centres.class_sums(g)
+    if not (centres.labels and (ratio or pairs)):
+        out["z"] = g.sum(axis=1)
+    if (ess or pairs) and not squares_by_class:
+        if centres.unit_pairs:
+            out["q"] = np.einsum("ij,ij->i", g, g)
+        else:
+            out["q"] = np.einsum("ij,ij,j->i", g, g, centres.pair_c)
+    if loo is not None and (ess or pairs):
+        out["g_own"] = g[rows, cols]
+    return out
+
+
+def finish_statistics(centres, sums, loo=None, *, ratio, ess, pairs, X=None):
+    """Smoother statistics from the row sums of :func:`chunk_sums`.
+
+    Parameters
+    ----------
+    centres : DirichletCentres
+    sums : dict
+        :func:`chunk_sums` of the rows (one chunk, or several concatenated).
+    loo : tuple or None
+        ``centres.loo_columns`` of the same rows, or None.
+    ratio, ess, pairs, X
+        As in :func:`chunk_statistics`.
+
+    Returns
+    -------
+    dict
+        As :func:`chunk_statistics`.
+    """
+    pairs = pairs or X is not None
+    m1 = sums["m1"]
+    rows = np.arange(m1.shape[0])
+    if loo is not None:
+        cols, _, diag_c = loo
+    if pairs:
+        istar = sums["istar"]
+        rho = np.where(
+            sums["has_rest"], np.exp(np.minimum(sums["m_ref"] - m1, 0.0)), 0.0
+        )
+        lead = 1.0
+    else:
+        rho, lead = 1.0, 0.0
+    need_q = ess or pairs
+    qk = sums.get("qk")
     labelled_sums = centres.labels and (ratio or pairs)
     if labelled_sums:
-        a = centres.class_sums(g)
+        a = sums["a"]
         z = a.sum(axis=1)
     else:
-        z = g.sum(axis=1)
+        z = sums["z"]
     total = lead + rho * z
     out = {"log_mass": m1 + np.log(total)}
     if need_q:
-        if X is not None:
-            q = qk.sum(axis=1)
-        elif centres.unit_pairs:
-            q = np.einsum("ij,ij->i", g, g)
-        else:
-            q = np.einsum("ij,ij,j->i", g, g, centres.pair_c)
+        q = qk.sum(axis=1) if X is not None else sums["q"]
         if loo is not None:
-            q_loo = g[rows, cols] ** 2 * (diag_c - centres.pair_c[cols])
+            q_loo = sums["g_own"] ** 2 * (diag_c - centres.pair_c[cols])
             q += q_loo
             if X is not None:
                 qk[rows, centres.y[cols]] += q_loo
@@ -369,8 +454,7 @@ def chunk_statistics(
             out["ess"] = total**2 / (lead * c_star + rho**2 * q)
     if not (ratio or pairs):
         return out
-    if not labelled_sums:
-        a = centres.class_sums(g)
+    a = sums["a"]
     if ratio:
         top = a
         if pairs:
@@ -548,25 +632,29 @@ def _smooth(
     lower = row_lower_bounds(logX, bandwidth, shift)
     pool = BufferPool(min(chunk_size, m), centres.n)
 
+    loo = centres.loo_columns(eval_rows) if leave_one_out else None
+
     def work(sl):
         with pool.take() as buffers:
             L = buffers.get("L", sl.stop - sl.start)
             np.matmul(logX[sl], FbT, out=L)
             L -= shift
-            loo = centres.loo_columns(eval_rows[sl]) if leave_one_out else None
-            return chunk_statistics(
+            return chunk_sums(
                 centres,
                 L,
-                loo,
+                None if loo is None else tuple(v[sl] for v in loo),
                 ratio=ratio,
-                pairs=pairs,
-                X=None if X is None else X[sl],
+                pairs=pairs or X is not None,
+                squares_by_class=X is not None,
                 lower=None if lower is None else lower[sl],
                 buffers=buffers,
             )
 
     parts = map_chunks(work, m, chunk_size, n_jobs)
-    stats = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    sums = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    stats = finish_statistics(
+        centres, sums, loo, ratio=ratio, ess=True, pairs=pairs, X=X
+    )
     if leave_one_out:
         total = centres.row_total_weight(eval_rows)
     else:
