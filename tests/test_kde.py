@@ -245,6 +245,51 @@ def test_chunking_and_threads_do_not_change_the_result():
     np.testing.assert_allclose(a.per_sample, b.per_sample, atol=1e-13)
 
 
+@pytest.mark.parametrize("single", [False, True])
+def test_chunk_sums_finished_together_give_each_chunks_statistics(single, monkeypatch):
+    # The smoother finishes the row sums of all its chunks in one go; that
+    # gives the statistics of every chunk finished on its own (ties, zero
+    # and fractional weights, both exponential precisions).
+    from skcalib._backend import smoothing
+    from skcalib._backend.smoothing import DirichletCentres, chunk_statistics
+
+    if single:
+        monkeypatch.setattr(smoothing, "SINGLE_EXP_COLUMNS", 0)
+    rng = np.random.default_rng(5)
+    n = 90
+    F = rng.dirichlet(np.full(4, 0.5), size=n)
+    F[:15] = F[0]
+    y = rng.integers(0, 4, n)
+    w = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.3, 2.5, n))
+    b = 0.05
+    res = dirichlet_nw(
+        F,
+        y,
+        w,
+        None,
+        b,
+        leave_one_out=True,
+        pair_agreement=True,
+        squared_error=True,
+        chunk_size=7,
+    )
+    centres = DirichletCentres(F, y, w)
+    X = centres.F[centres.position]
+    logX = np.log(X)
+    for start in range(0, n, 7):
+        sl = slice(start, start + 7)
+        L = logX[sl] @ (centres.F / b).T - centres.column_shift(b)
+        loo = centres.loo_columns(np.arange(n)[sl])
+        st = chunk_statistics(centres, L, loo, pairs=True, X=X[sl])
+        for key, got in (
+            ("ratio", res.ratio),
+            ("ess", res.effective_sample_size),
+            ("pairs", res.pair_agreement),
+            ("squared_error", res.squared_error),
+        ):
+            np.testing.assert_allclose(got[sl], st[key], rtol=1e-13, atol=1e-15)
+
+
 @pytest.mark.parametrize("K", [2, 10, 100])
 @pytest.mark.parametrize("weights", ["unit", "fractional with zeros"])
 def test_unclamped_exponentials_give_the_clamped_statistics(K, weights):

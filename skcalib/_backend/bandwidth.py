@@ -16,6 +16,7 @@ import numpy as np
 
 from .kernels import SIMPLEX_EPS
 from .smoothing import (
+    BufferPool,
     DirichletCentres,
     chunk_statistics,
     default_chunk_size,
@@ -106,10 +107,15 @@ def select_dirichlet_bandwidth(
     FsT = np.ascontiguousarray(Fs.T)
     if chunk_size is None:
         chunk_size = default_chunk_size(m)
+    pool = BufferPool(min(chunk_size, m), m)
 
     def work(sl):
-        gram = logX[sl] @ FsT
-        L = np.empty_like(gram)
+        with pool.take() as buffers:
+            return _chunk_scores(sl, buffers)
+
+    def _chunk_scores(sl, buffers):
+        gram = np.matmul(logX[sl], FsT, out=buffers.get("gram", sl.stop - sl.start))
+        L = buffers.get("L", gram.shape[0])
         rows = centres.order[sl]  # original indices of these sorted rows
         loo = centres.loo_columns(rows)
         w_rows = ws[sl]
@@ -124,6 +130,7 @@ def select_dirichlet_bandwidth(
                 ratio=method == "risk",
                 ess=False,
                 lower=None if lowers[g] is None else lowers[g][sl],
+                buffers=buffers,
             )
             if method == "mle":
                 ll = st["log_mass"] - np.log(total[sl])
