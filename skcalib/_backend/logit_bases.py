@@ -131,7 +131,8 @@ def _fit_base_coefficients(nodes_and_stats, base):
 
 def _base_parameters(coef):
     """``theta = (log a, b[, c])`` of base coefficients ``(a, b[, c])``."""
-    return np.r_[np.log(coef[0]), coef[1:]]
+    # np.concatenate: np.r_ cost as much as the rest of a small quadrature.
+    return np.concatenate(([np.log(coef[0])], coef[1:]))
 
 
 def _base_regressors(z, base):
@@ -165,8 +166,10 @@ def _linear_predictor(theta, x, X):
     eta = np.exp(theta[:, :1]) * x
     if X.shape[0] == 2:
         # The beta base's intercept and extra coefficient, by the product
-        # (its rounding is the map's).
-        return eta + theta[:, 1:3] @ X
+        # (its rounding is the map's), added to it in place.
+        linear = theta[:, 1:3] @ X
+        linear += eta
+        return linear
     if X.shape[0] == 1:
         # X holds the ones of the intercept: a product with them would give
         # the intercept itself, exactly, for G by m entries.
@@ -212,17 +215,21 @@ def posterior_draws(z_nodes, stats, base, coef):
     lam = np.maximum(lam, 1e-6 * max(lam.max(), 1.0))
     theta = theta0 + (_standard_points(free) / np.sqrt(lam)) @ vec.T
     eta = _linear_predictor(theta, x, X)
-    e = np.abs(eta)
-    np.negative(e, out=e)
-    np.exp(e, out=e)
-    nll = _softplus(eta, e) @ W - eta @ W1
+    # Points outside the beta base's constraint get no weight whatever their
+    # likelihood, and over half of its grid lies there: their softplus (an
+    # exp and a log1p per node, most of the quadrature's time) is skipped.
+    inside = None
+    if base == "beta":
+        inside = ~(np.abs(theta[:, 2]) > BETA_SHAPE_LIMIT * np.exp(theta[:, 0]))
+    e, sp = _exp_softplus(eta, inside)
+    nll = sp @ W - eta @ W1
     pen = np.concatenate([np.maximum(theta[:, :1], 0.0), theta[:, 1:]], axis=1)
     # The slope's prior as a density of a: flat below 1 (the penalty's flat
     # side is in log a, where it would be improper), half-normal in log a
     # above; in theta = log a that is the factor a = e^theta below 0.
     logp = -nll - 0.5 * (pen**2) @ prec + np.minimum(theta[:, 0], 0.0)
-    if base == "beta":
-        logp[np.abs(theta[:, 2]) > BETA_SHAPE_LIMIT * np.exp(theta[:, 0])] = -np.inf
+    if inside is not None:
+        logp[~inside] = -np.inf
     weights = np.exp(logp - logp.max())
     # Points below 1e-12 of the largest weight change no probability.
     keep = weights > 1e-12
@@ -230,7 +237,9 @@ def posterior_draws(z_nodes, stats, base, coef):
     theta = np.concatenate([theta, np.zeros((theta.shape[0], 3 - free))], axis=1)
     if base == "temperature":
         theta[:, 1] = 0.0
-    return (theta, weights / weights.sum()), eta[keep], e[keep]
+    # The kept points lie inside the constraint, where e has its rows.
+    e = e[keep if inside is None else keep[inside]]
+    return (theta, weights / weights.sum()), eta[keep], e
 
 
 def predictive_log_odds(z, base, draws):
@@ -241,7 +250,10 @@ def predictive_log_odds(z, base, draws):
 
 
 def _mean_log_odds(eta, weights, e=None):
-    """Log-odds of the ``weights``-mean probability of the points ``eta``."""
+    """Log-odds of the ``weights``-mean probability of the points ``eta``.
+
+    Overwrites ``eta`` and ``e`` (see :func:`_expit_pair`).
+    """
     # Each side's mean probability separately: no cancellation where one is
     # tiny (below 1e-300 only beyond log-odds of 690).
     p1, p0 = _expit_pair(eta, e)
@@ -254,29 +266,62 @@ def _softplus(eta, e=None):
     half its time: ``exp`` is vectorised here, ``logaddexp`` is not);
     ``e = exp(-|eta|)`` if already computed."""
     if e is None:
-        e = np.exp(-np.abs(eta))
+        e = _exp_neg_abs(eta)
     out = np.log1p(e)
     out += np.maximum(eta, 0.0)
     return out
 
 
+def _exp_softplus(eta, rows=None):
+    """``exp(-|eta|)`` and :func:`_softplus` of ``eta`` at the rows ``rows``.
+
+    ``rows`` is a mask of the rows of ``eta`` (default all). The first is
+    returned for those rows only, the second for all, zero in the others.
+    The rows left out are still in the second's shape: a matrix product
+    over a subset of its rows rounds each row differently from the product
+    over all of them.
+    """
+    part = eta if rows is None else eta[rows]
+    e = _exp_neg_abs(part)
+    sp = _softplus(part, e)
+    if rows is not None:
+        full = np.zeros_like(eta)
+        full[rows] = sp
+        sp = full
+    return e, sp
+
+
+def _exp_neg_abs(eta):
+    """``exp(-|eta|)`` in one new array."""
+    e = np.abs(eta)
+    np.negative(e, out=e)
+    return np.exp(e, out=e)
+
+
 def _expit_pair(eta, e=None):
     """``(expit(eta), expit(-eta))`` from one ``exp`` (``e = exp(-|eta|)``,
     if already computed), neither as one minus the other (no cancellation
-    where one of them is tiny)."""
+    where one of them is tiny).
+
+    The first is returned in ``eta``'s array and ``e`` is overwritten: a
+    tabulated base's arrays are megabytes, and the pages of each new one
+    were faulted in at a cost that came to half of the arithmetic's.
+    """
     if e is None:
-        e = np.exp(-np.abs(eta))
-    big = e + 1.0
-    np.reciprocal(big, out=big)
-    # expit(eta) is big where eta >= 0, e big elsewhere: big times max(e, 1)
-    # or max(e, 0) (e <= 1), and big times 1 is big exactly. Masks of ones
-    # and zeros, in place, instead of np.where on both sides: the fewer
-    # arrays of G by m entries, the fewer pages to fault in.
-    mask = np.heaviside(eta, 1.0)
-    p1 = np.maximum(e, mask)
-    p1 *= big
+        e = _exp_neg_abs(eta)
+    # expit(eta) is big = 1 / (1 + e) where eta >= 0, e big elsewhere: big
+    # times max(e, 1) or max(e, 0) (e <= 1), and big times 1 is big exactly.
+    # Masks of ones and zeros, in place, instead of np.where on both sides:
+    # the fewer arrays of G by m entries, the fewer pages to fault in. The
+    # mask is a cast comparison, not np.heaviside, whose loop took a third
+    # of the binary fit's quadrature (at eta = 0 either value gives e = 1).
+    mask = (eta >= 0.0).astype(np.float64)
+    p1 = np.maximum(e, mask, out=eta)
     p0 = np.subtract(1.0, mask, out=mask)
     np.maximum(e, p0, out=p0)
+    big = np.add(e, 1.0, out=e)
+    np.reciprocal(big, out=big)
+    p1 *= big
     p0 *= big
     return p1, p0
 

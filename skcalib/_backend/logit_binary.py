@@ -269,7 +269,7 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
             held = np.array(held).reshape(repeats * N_FOLDS, 2, -1)
             total = held.reshape(repeats, N_FOLDS, 2, -1).sum(axis=1)
             train = np.repeat(total, N_FOLDS, axis=0) - held
-            weights = np.concatenate([_node_log_loss(nodes, st, eps)[1] for st in held])
+            weights = _node_log_loss(nodes, held, eps)[1].reshape(-1)
             squared, base_fits = [], {}
             mixed = AVERAGE_BASES and len(bases) > 1
 
@@ -281,14 +281,14 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
                 if np.isfinite(h) and h != MONOTONE:
                     if not squared:
                         F = np.array([node_coordinates(st) for st in train])
-                        squared.append(np.square(F[:, :, None] - F[:, None, :]))
-                    kern = np.exp(squared[0] * (-0.5 / (h * h)))
+                        gap = F[:, :, None] - F[:, None, :]
+                        squared.append(np.square(gap, out=gap))
+                    # correction_kernel from the squares, in one new array
+                    # (fit_corrections overwrites it).
+                    kern = np.multiply(squared[0], -0.5 / (h * h))
+                    np.exp(kern, out=kern)
                 alpha = fit_corrections(U, train, h, prior, init=alpha, kern=kern)
-                losses = [
-                    _node_log_loss(U[i] + alpha[i], held[i], eps, mix)[0]
-                    for i in range(U.shape[0])
-                ]
-                return alpha, np.concatenate(losses)
+                return alpha, _node_log_loss(U + alpha, held, eps, mix)[0].reshape(-1)
 
             if mixed:
                 h, step, scores, pi = _average_then_correct(

@@ -77,14 +77,18 @@ def _node_log_loss(log_odds, stats, eps, mix=0.0):
     The probabilities are ``expit(log_odds)`` mixed ``mix`` towards 1/2 (the
     output the fitted map will give). Returns ``(losses, weights)``, each of
     shape ``(2 m,)``: the loss of a positive and of a negative sample at
-    each node, weighted by the positive and negative mass there.
+    each node, weighted by the positive and negative mass there. Leading
+    axes of ``log_odds`` (shape ``(..., m)``) and ``stats`` (``(..., 2,
+    m)``) are problems, each with its own ``2 m`` entries on the last axis.
     """
-    W1, W = stats
+    W1, W = stats[..., 0, :], stats[..., 1, :]
     q1 = (1.0 - mix) * expit(log_odds) + 0.5 * mix
     q0 = (1.0 - mix) * expit(-log_odds) + 0.5 * mix
-    l1 = -np.log(np.clip(q1, eps, 1.0 - eps))
-    l0 = -np.log(np.clip(q0, eps, 1.0 - eps))
-    return np.concatenate([l1, l0]), np.concatenate([W1, W - W1])
+    # np.minimum(np.maximum()): np.clip without its wrapper, which cost more
+    # than the arithmetic at a few hundred nodes.
+    l1 = -np.log(np.minimum(np.maximum(q1, eps), 1.0 - eps))
+    l0 = -np.log(np.minimum(np.maximum(q0, eps), 1.0 - eps))
+    return np.concatenate([l1, l0], axis=-1), np.concatenate([W1, W - W1], axis=-1)
 
 
 def standard_error_choice(candidates, losses, weights, n_eff, multiplier=SE_MULTIPLIER):
