@@ -245,6 +245,19 @@ def test_chunking_and_threads_do_not_change_the_result():
     np.testing.assert_allclose(a.per_sample, b.per_sample, atol=1e-13)
 
 
+def test_chunks_run_under_a_process_backend():
+    # A process backend pickles the chunk function with its buffer pool;
+    # the dask backend hung on a pool that could not be pickled.
+    import joblib
+
+    y, F = _data(257, 5, seed=3)
+    kw = dict(bandwidth="risk", p=2, chunk_size=40)
+    a = kde_calibration_error(y, F, **kw)
+    with joblib.parallel_backend("loky", n_jobs=2):
+        b = kde_calibration_error(y, F, n_jobs=2, **kw)
+    assert a == pytest.approx(b, abs=1e-13)
+
+
 @pytest.mark.parametrize("single", [False, True])
 def test_chunk_sums_finished_together_give_each_chunks_statistics(single, monkeypatch):
     # The smoother finishes the row sums of all its chunks in one go; that

@@ -94,6 +94,11 @@ class BufferPool:
         self.shape = (rows, cols)
         self._free = queue.SimpleQueue()
 
+    def __reduce__(self):
+        # Process backends (dask, loky) pickle the chunk function with its
+        # pool: each copy starts empty and lends buffers in its own process.
+        return type(self), self.shape
+
     @contextmanager
     def take(self):
         """Context manager lending a set of buffers to the running chunk."""
