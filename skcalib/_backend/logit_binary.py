@@ -19,7 +19,9 @@ from .logit_correction import (
     LogitMap,
     fit_correction,
     fit_corrections,
+    kernel_of_squared_gaps,
     node_coordinates,
+    squared_gaps,
 )
 from .logit_nodes import bin_to_nodes, make_nodes
 from .logit_selection import (
@@ -281,12 +283,9 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
                 if np.isfinite(h) and h != MONOTONE:
                     if not squared:
                         F = np.array([node_coordinates(st) for st in train])
-                        gap = F[:, :, None] - F[:, None, :]
-                        squared.append(np.square(gap, out=gap))
-                    # correction_kernel from the squares, in one new array
-                    # (fit_corrections overwrites it).
-                    kern = np.multiply(squared[0], -0.5 / (h * h))
-                    np.exp(kern, out=kern)
+                        squared.append(squared_gaps(F))
+                    # A new array each time: fit_corrections overwrites it.
+                    kern = kernel_of_squared_gaps(squared[0], h)
                 alpha = fit_corrections(U, train, h, prior, init=alpha, kern=kern)
                 return alpha, _node_log_loss(U + alpha, held, eps, mix)[0].reshape(-1)
 

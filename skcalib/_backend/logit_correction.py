@@ -33,8 +33,20 @@ def correction_kernel(F, h):
 
     ``F`` of shape ``(m,)`` or ``(B, m)`` (one matrix per row).
     """
-    F = np.asarray(F)
-    return np.exp(np.square(F[..., :, None] - F[..., None, :]) * (-0.5 / (h * h)))
+    return kernel_of_squared_gaps(squared_gaps(np.asarray(F)), h)
+
+
+def squared_gaps(F):
+    """``(F_k - F_j)^2`` for the last axis of ``F``, in one new array."""
+    gap = F[..., :, None] - F[..., None, :]
+    return np.square(gap, out=gap)
+
+
+def kernel_of_squared_gaps(squares, h):
+    """:func:`correction_kernel` from :func:`squared_gaps` (kept for other
+    bandwidths), in one new array."""
+    kern = np.multiply(squares, -0.5 / (h * h))
+    return np.exp(kern, out=kern)
 
 
 def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9, kern=None):
