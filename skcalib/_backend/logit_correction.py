@@ -42,11 +42,24 @@ def squared_gaps(F):
     return np.square(gap, out=gap)
 
 
+# exp of anything below it is 0 in double precision (e^-746 is under half
+# the smallest subnormal number, 2^-1075).
+_EXP_ZERO_BELOW = -746.0
+
+
 def kernel_of_squared_gaps(squares, h):
     """:func:`correction_kernel` from :func:`squared_gaps` (kept for other
     bandwidths), in one new array."""
     kern = np.multiply(squares, -0.5 / (h * h))
-    return np.exp(kern, out=kern)
+    far = kern < _EXP_ZERO_BELOW
+    if not far.any():
+        return np.exp(kern, out=kern)
+    # The narrowest kernels are 0 for a third to a half of the pairs, and
+    # exp reaches that 0 by a slow path that took four fifths of their time:
+    # the zeros are written instead (the same numbers).
+    np.exp(kern, out=kern, where=~far)
+    np.copyto(kern, 0.0, where=far)
+    return kern
 
 
 def fit_correction(u, stats, h, prior, *, init=None, max_iter=100, tol=1e-9, kern=None):
