@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.special import expit, log_softmax, softmax
+from scipy.special import expit, log_softmax
 
 from .threads import one_blas_thread
 
@@ -264,11 +264,18 @@ def fit_inverse_temperature(L, y_idx, w):
     t = minimize_scalar(
         objective, bounds=(-10.0, 10.0), method="bounded", options={"xatol": 1e-5}
     ).x
+    squares = L * L
     for _ in range(3):
         b = np.exp(t)
-        S = softmax(b * L, axis=1)
+        # softmax(b L, axis=1) in the buffer, from the row maxima already
+        # known: b > 0, and rounding is monotone, so the maximum of b L is b
+        # times that of L, exactly.
+        S = np.multiply(L, b, out=scaled)
+        S -= (b * top)[:, None]
+        np.exp(S, out=S)
+        S /= S.sum(axis=1, keepdims=True)
         mean = np.einsum("ij,ij->i", S, L)
-        var = np.einsum("ij,ij->i", S, L * L) - mean * mean
+        var = np.einsum("ij,ij->i", S, squares) - mean * mean
         g = b * float(w @ (mean - Ly))
         grad = g + prec * max(t, 0.0)
         curv = g + b * b * float(w @ var) + prec * (t > 0)
