@@ -10,7 +10,15 @@ import numpy as np
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 
 from .logit_bases import _base_log_odds, _fit_base_coefficients
-from .logit_correction import LogitMap, fit_correction, fit_corrections
+from .logit_correction import (
+    MONOTONE,
+    LogitMap,
+    fit_correction,
+    fit_corrections,
+    kernel_of_squared_gaps,
+    node_coordinates,
+    squared_gaps,
+)
 from .logit_nodes import bin_to_nodes, make_nodes
 from .logit_scaling import (
     _row_centred,
@@ -185,16 +193,19 @@ def _base_log_probabilities(L, ab, base):
 class _ClassStatistics:
     """A fitted multiclass base, with per-class nodes and node statistics."""
 
-    def __init__(self, L, y_idx, w, base, rows=slice(None), ab=None):
+    def __init__(self, L, y_idx, w, base, rows=slice(None), ab=None, temperature=None):
         self.base = base
         if base == "vector":
             # Fitted on the selection rows, like the temperature: its 2 K
             # coefficients are settled long before MAX_SELECTION_ROWS.
             ab = fit_vector_scaling(L[rows], y_idx[rows], w[rows])
         elif base == "matrix":
-            # Shrunk towards the temperature fitted on the same rows.
+            # Shrunk towards the temperature fitted on the same rows
+            # (``temperature``, if the caller has it already).
             Lr, yr, wr = L[rows], y_idx[rows], w[rows]
-            ab = fit_matrix_scaling(Lr, yr, wr, fit_inverse_temperature(Lr, yr, wr))
+            if temperature is None:
+                temperature = fit_inverse_temperature(Lr, yr, wr)
+            ab = fit_matrix_scaling(Lr, yr, wr, temperature)
         elif base != "temperature" and ab is None:
             ab = _fit_base_coefficients(
                 self._statistics(class_log_odds(L), y_idx, w), base
@@ -209,19 +220,26 @@ class _ClassStatistics:
             else fit_inverse_temperature(L[rows], y_idx[rows], w[rows])
         )
         self.coef = beta if base == "temperature" else (ab, beta)
+        self._squared = None
         self.nodes, self.stats = zip(
             *self._statistics(class_log_odds(beta * L), y_idx, w), strict=True
         )
 
     @classmethod
-    def many(cls, parts, base):
+    def many(cls, parts, base, temperatures=None):
         """One per ``(L, y_idx, w)`` of ``parts`` (the training folds).
 
         The one-vs-rest bases of every part and class are fitted together:
         the same fits as one at a time, in one batched Newton iteration.
+        ``temperatures``, if given, are the parts' inverse temperatures,
+        which the matrix base is shrunk towards.
         """
         if base in ("temperature", "vector", "matrix"):
-            return [cls(L, y_idx, w, base) for L, y_idx, w in parts]
+            temperatures = temperatures or [None] * len(parts)
+            return [
+                cls(L, y_idx, w, base, temperature=t)
+                for (L, y_idx, w), t in zip(parts, temperatures, strict=True)
+            ]
         pairs = [
             list(cls._statistics(class_log_odds(L), y_idx, w)) for L, y_idx, w in parts
         ]
@@ -242,11 +260,27 @@ class _ClassStatistics:
                 bin_to_nodes(Z[:, k], (y_idx == k).astype(np.float64), w, nodes),
             )
 
+    def _kernels(self, h, batched):
+        """Correction kernels at bandwidth ``h`` (one array, or one per class
+        if not ``batched``), or None where there is no kernel; the squared
+        gaps they come from are kept for the other bandwidths."""
+        if not np.isfinite(h) or h == MONOTONE:
+            return None
+        if self._squared is None:
+            F = [node_coordinates(st) for st in self.stats]
+            self._squared = (
+                squared_gaps(np.array(F)) if batched else list(map(squared_gaps, F))
+            )
+        if batched:
+            return kernel_of_squared_gaps(self._squared, h)
+        return [kernel_of_squared_gaps(sq, h) for sq in self._squared]
+
     def fit(self, h, prior, init=None):
         """The map at bandwidth ``h`` (corrections warm-started from ``init``)."""
         # Classes have their own nodes: batched only when their counts agree.
-        sizes = {nodes.shape[0] for nodes in self.nodes}
-        if len(sizes) == 1:
+        batched = len({nodes.shape[0] for nodes in self.nodes}) == 1
+        kern = self._kernels(h, batched)
+        if batched:
             alphas = list(
                 fit_corrections(
                     np.array(self.nodes),
@@ -254,13 +288,17 @@ class _ClassStatistics:
                     h,
                     prior,
                     init=None if init is None else np.array(init),
+                    kern=kern,
                 )
             )
         else:
             init = init or [None] * len(self.nodes)
+            kern = kern or [None] * len(self.nodes)
             alphas = [
-                fit_correction(nodes, stats, h, prior, init=a0)
-                for nodes, stats, a0 in zip(self.nodes, self.stats, init, strict=True)
+                fit_correction(nodes, stats, h, prior, init=a0, kern=k)
+                for nodes, stats, a0, k in zip(
+                    self.nodes, self.stats, init, kern, strict=True
+                )
             ]
         corrections = tuple(
             LogitMap(nodes, a, h, clip=False)
@@ -269,12 +307,11 @@ class _ClassStatistics:
         return MulticlassLogitFit(self.base, self.coef, corrections), alphas
 
 
-def _multiclass_losses(fit, U, y_idx, eps, mix):
-    """Log-losses of the map ``fit`` on rows of base log-odds ``U`` (output
-    mixed ``mix`` towards uniform)."""
-    Q = fit.corrected(U)
+def _multiclass_losses(Q, y_idx, eps, mix):
+    """Log-losses of the rows of probabilities ``Q`` (mixed ``mix`` towards
+    uniform, as the output will be)."""
     Q = np.clip((1.0 - mix) * Q + mix / Q.shape[1], eps, 1.0)
-    return -np.log(Q[np.arange(U.shape[0]), y_idx])
+    return -np.log(Q[np.arange(Q.shape[0]), y_idx])
 
 
 def _systematic(n, max_rows):
@@ -357,8 +394,8 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
         scores = None
         if len(candidates) > 1 and n >= 2 * N_FOLDS:
             Ls, ys, ws = L[rows], y_idx[rows], w[rows]
-            # The first split's fold maps and held-out base log-odds, from which
-            # the chosen map's out-of-fold output is rebuilt without refitting.
+            # The first split's held-out probabilities of every candidate: the
+            # chosen map's out-of-fold output, without refitting.
             first_split = {}
             repeats = _n_repeats(rows.shape[0], L.shape[1] - 1)
             mix = uniform_mix(float(ws.sum()) * (N_FOLDS - 1) / N_FOLDS)
@@ -373,10 +410,16 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
 
             def cross_validate(bs, h, alphas):
                 if bs not in parts:
+                    # The folds' temperatures are fitted once, for both bases.
+                    known = None
+                    if bs == "matrix" and "temperature" in parts:
+                        known = [part[0].coef for part in parts["temperature"]]
                     parts[bs] = [
                         [fold, None]
                         for fold in _ClassStatistics.many(
-                            [(Ls[tr], ys[tr], ws[tr]) for _, tr, _ in splits], bs
+                            [(Ls[tr], ys[tr], ws[tr]) for _, tr, _ in splits],
+                            bs,
+                            known,
                         )
                     ]
                 alphas = alphas or [None] * len(splits)
@@ -387,9 +430,10 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
                     if part[1] is None:  # the same base for every bandwidth
                         part[1] = fit.base_log_odds(Ls[te])
                     out.append(a)
-                    losses.append(_multiclass_losses(fit, part[1], ys[te], eps, mix))
+                    Q = fit.corrected(part[1])
+                    losses.append(_multiclass_losses(Q, ys[te], eps, mix))
                     if r == 0:
-                        first_split.setdefault((bs, h), []).append((te, fit, part[1]))
+                        first_split.setdefault((bs, h), []).append((te, Q))
                 return out, np.concatenate(losses)
 
             first = {}
@@ -427,8 +471,8 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
         fit = _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0]
         if scores is not None and np.isfinite(h):
             Q = np.empty(Ls.shape)
-            for te, fold_fit, U_te in first_split[(base, h)]:
-                Q[te] = fold_fit.corrected(U_te)
+            for te, Q_te in first_split[(base, h)]:
+                Q[te] = Q_te
             sharpness = fit_inverse_temperature(log_probabilities(Q), ys, ws)
             fit = replace(fit, sharpness=sharpness)
         return fit, scores
