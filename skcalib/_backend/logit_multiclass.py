@@ -253,12 +253,11 @@ class _ClassStatistics:
     @staticmethod
     def _statistics(Z, y_idx, w):
         """Nodes and node statistics of each class's log-odds."""
-        for k in range(Z.shape[1]):
-            nodes = make_nodes(Z[:, k], w)
-            yield (
-                nodes,
-                bin_to_nodes(Z[:, k], (y_idx == k).astype(np.float64), w, nodes),
-            )
+        # One column at a time, each contiguous: the sort and the binning of
+        # a strided column took half as long again (same values, same order).
+        for k, z in enumerate(np.ascontiguousarray(Z.T)):
+            nodes = make_nodes(z, w)
+            yield nodes, bin_to_nodes(z, (y_idx == k).astype(np.float64), w, nodes)
 
     def _kernels(self, h, batched):
         """Correction kernels at bandwidth ``h`` (one array, or one per class
