@@ -190,13 +190,14 @@ def _mixture_log_odds(U, pi):
     return logsumexp(lw + log_expit(U), axis=0) - logsumexp(lw + log_expit(-U), axis=0)
 
 
-def _fit_mixture(nodes, stats, bases, pi, grid):
+def _fit_mixture(nodes, stats, bases, pi, grid, fitted):
     """Each base of positive weight fitted to ``stats``, then mixed: the log-odds
     at the nodes and at ``grid``, and the base of largest weight with its
-    coefficients."""
+    coefficients. ``fitted`` holds the bases' :func:`_fit_base` already
+    known."""
     at_nodes, at_grid = [], []
     for bs in bases:
-        u, coef, draws = _fit_averaged_base(nodes, stats, bs)
+        u, coef, draws = _fit_averaged_base(nodes, stats, bs, fitted.get(bs))
         at_nodes.append(u)
         if draws is None:
             at_grid.append(_base_log_odds(grid, bs, coef))
@@ -258,6 +259,9 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
             bandwidth, base, BINARY_BASES, n_eff, weigh_step
         )
         scores = None
+        stats = bin_to_nodes(z, y, w, nodes)
+        # Each base's fit to all the rows, from the batch of its folds' fits.
+        whole = {}
         if len(candidates) > 1 and z.shape[0] >= 2 * N_FOLDS:
             repeats = _n_repeats(z.shape[0])
             mix = uniform_mix(float(w.sum()) * (N_FOLDS - 1) / N_FOLDS)
@@ -277,7 +281,9 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
 
             def cross_validate(bs, h, alpha):
                 if bs not in base_fits:
-                    base_fits[bs] = _fold_base_log_odds(nodes, train, bs)
+                    base_fits[bs], whole[bs] = _fold_base_log_odds(
+                        nodes, train, bs, stats
+                    )
                 U = base_fits[bs]
                 kern = None
                 if np.isfinite(h) and h != MONOTONE:
@@ -302,7 +308,6 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
             mixed = False
         if not mixed:
             step = 0.0
-        stats = bin_to_nodes(z, y, w, nodes)
         # The map is constant beyond the extreme nodes: a base is tabulated
         # between them, finely enough for linear interpolation.
         grid = np.union1d(np.linspace(nodes[0], nodes[-1], TABLE_POINTS), nodes)
@@ -312,12 +317,12 @@ def fit_binary_logit_map(z, y, w, *, prior, eps, bandwidth="auto", base="auto"):
             keep = pi >= MIN_BASE_WEIGHT
             kept = tuple(b for b, k in zip(bases, keep, strict=True) if k)
             u, table, (base, coef) = _fit_mixture(
-                nodes, stats, kept, pi[keep] / pi[keep].sum(), grid
+                nodes, stats, kept, pi[keep] / pi[keep].sum(), grid, whole
             )
             table = (grid, table)
             mixture = dict(zip(bases, map(float, pi), strict=True))
         else:
-            u, coef, draws = _fit_averaged_base(nodes, stats, base)
+            u, coef, draws = _fit_averaged_base(nodes, stats, base, whole.get(base))
             table = None
             if draws is not None:
                 table = (grid, predictive_log_odds(grid, base, draws))
