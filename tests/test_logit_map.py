@@ -905,6 +905,23 @@ def test_posterior_softplus_and_expit_pair_match_numpy_and_scipy():
     assert p0[eta == 36][0] == pytest.approx(expit(-36.0), rel=1e-15)
 
 
+@pytest.mark.parametrize("h", [0.5, 2.0**-6, 2.0**-7, 1e-3])
+def test_correction_kernel_is_exp_of_the_scaled_squared_gaps(h):
+    # The narrow kernels write their underflowing entries as zeros instead
+    # of calling exp on them: the same numbers, to the bit.
+    from skcalib._backend.logit_correction import correction_kernel
+
+    rng = np.random.default_rng(1)
+    F = np.sort(rng.uniform(size=(3, 129)), axis=1)
+    gap = F[:, :, None] - F[:, None, :]
+    expected = np.exp(gap * gap * (-0.5 / (h * h)))
+    kern = correction_kernel(F, h)
+    assert kern.tobytes() == expected.tobytes()
+    assert (h > 0.03) == (np.count_nonzero(kern) == kern.size)
+    # Exponents just below the cut already give 0.
+    assert np.exp(np.linspace(-1e4, -746.0, 10001)).max() == 0.0
+
+
 def _adversarial_excess(kind, n, switches, monkeypatch, n_samples=60):
     """Exact population excess log-loss of the default map on ``n_samples``
     seeded samples of ``n`` rows of an adversarial population ``kind``, and
