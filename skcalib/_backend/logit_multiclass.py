@@ -10,15 +10,7 @@ import numpy as np
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 
 from .logit_bases import _base_log_odds, _fit_base_coefficients
-from .logit_correction import (
-    MONOTONE,
-    LogitMap,
-    fit_correction,
-    fit_corrections,
-    kernel_of_squared_gaps,
-    node_coordinates,
-    squared_gaps,
-)
+from .logit_correction import LogitMap, fit_correction, fit_corrections
 from .logit_nodes import bin_to_nodes, make_nodes
 from .logit_scaling import (
     _row_centred,
@@ -220,7 +212,6 @@ class _ClassStatistics:
             else fit_inverse_temperature(L[rows], y_idx[rows], w[rows])
         )
         self.coef = beta if base == "temperature" else (ab, beta)
-        self._squared = None
         self.nodes, self.stats = zip(
             *self._statistics(class_log_odds(beta * L), y_idx, w), strict=True
         )
@@ -259,27 +250,11 @@ class _ClassStatistics:
             nodes = make_nodes(z, w)
             yield nodes, bin_to_nodes(z, (y_idx == k).astype(np.float64), w, nodes)
 
-    def _kernels(self, h, batched):
-        """Correction kernels at bandwidth ``h`` (one array, or one per class
-        if not ``batched``), or None where there is no kernel; the squared
-        gaps they come from are kept for the other bandwidths."""
-        if not np.isfinite(h) or h == MONOTONE:
-            return None
-        if self._squared is None:
-            F = [node_coordinates(st) for st in self.stats]
-            self._squared = (
-                squared_gaps(np.array(F)) if batched else list(map(squared_gaps, F))
-            )
-        if batched:
-            return kernel_of_squared_gaps(self._squared, h)
-        return [kernel_of_squared_gaps(sq, h) for sq in self._squared]
-
     def fit(self, h, prior, init=None):
         """The map at bandwidth ``h`` (corrections warm-started from ``init``)."""
         # Classes have their own nodes: batched only when their counts agree.
-        batched = len({nodes.shape[0] for nodes in self.nodes}) == 1
-        kern = self._kernels(h, batched)
-        if batched:
+        sizes = {nodes.shape[0] for nodes in self.nodes}
+        if len(sizes) == 1:
             alphas = list(
                 fit_corrections(
                     np.array(self.nodes),
@@ -287,17 +262,13 @@ class _ClassStatistics:
                     h,
                     prior,
                     init=None if init is None else np.array(init),
-                    kern=kern,
                 )
             )
         else:
             init = init or [None] * len(self.nodes)
-            kern = kern or [None] * len(self.nodes)
             alphas = [
-                fit_correction(nodes, stats, h, prior, init=a0, kern=k)
-                for nodes, stats, a0, k in zip(
-                    self.nodes, self.stats, init, kern, strict=True
-                )
+                fit_correction(nodes, stats, h, prior, init=a0)
+                for nodes, stats, a0 in zip(self.nodes, self.stats, init, strict=True)
             ]
         corrections = tuple(
             LogitMap(nodes, a, h, clip=False)
@@ -306,11 +277,12 @@ class _ClassStatistics:
         return MulticlassLogitFit(self.base, self.coef, corrections), alphas
 
 
-def _multiclass_losses(Q, y_idx, eps, mix):
-    """Log-losses of the rows of probabilities ``Q`` (mixed ``mix`` towards
-    uniform, as the output will be)."""
+def _multiclass_losses(fit, U, y_idx, eps, mix):
+    """Log-losses of the map ``fit`` on rows of base log-odds ``U`` (output
+    mixed ``mix`` towards uniform)."""
+    Q = fit.corrected(U)
     Q = np.clip((1.0 - mix) * Q + mix / Q.shape[1], eps, 1.0)
-    return -np.log(Q[np.arange(Q.shape[0]), y_idx])
+    return -np.log(Q[np.arange(U.shape[0]), y_idx])
 
 
 def _systematic(n, max_rows):
@@ -393,8 +365,8 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
         scores = None
         if len(candidates) > 1 and n >= 2 * N_FOLDS:
             Ls, ys, ws = L[rows], y_idx[rows], w[rows]
-            # The first split's held-out probabilities of every candidate: the
-            # chosen map's out-of-fold output, without refitting.
+            # The first split's fold maps and held-out base log-odds, from which
+            # the chosen map's out-of-fold output is rebuilt without refitting.
             first_split = {}
             repeats = _n_repeats(rows.shape[0], L.shape[1] - 1)
             mix = uniform_mix(float(ws.sum()) * (N_FOLDS - 1) / N_FOLDS)
@@ -429,10 +401,9 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
                     if part[1] is None:  # the same base for every bandwidth
                         part[1] = fit.base_log_odds(Ls[te])
                     out.append(a)
-                    Q = fit.corrected(part[1])
-                    losses.append(_multiclass_losses(Q, ys[te], eps, mix))
+                    losses.append(_multiclass_losses(fit, part[1], ys[te], eps, mix))
                     if r == 0:
-                        first_split.setdefault((bs, h), []).append((te, Q))
+                        first_split.setdefault((bs, h), []).append((te, fit, part[1]))
                 return out, np.concatenate(losses)
 
             first = {}
@@ -470,8 +441,8 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
         fit = _ClassStatistics(L, y_idx, w, base, rows).fit(h, prior)[0]
         if scores is not None and np.isfinite(h):
             Q = np.empty(Ls.shape)
-            for te, Q_te in first_split[(base, h)]:
-                Q[te] = Q_te
+            for te, fold_fit, U_te in first_split[(base, h)]:
+                Q[te] = fold_fit.corrected(U_te)
             sharpness = fit_inverse_temperature(log_probabilities(Q), ys, ws)
             fit = replace(fit, sharpness=sharpness)
         return fit, scores
