@@ -303,6 +303,69 @@ def test_chunk_sums_finished_together_give_each_chunks_statistics(single, monkey
             np.testing.assert_allclose(got[sl], st[key], rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.parametrize("single", [False, True])
+@pytest.mark.parametrize("weights", ["unit", "fractional with zeros"])
+@pytest.mark.parametrize("b", [1e-4, 0.05, 1.0])
+def test_column_tiles_give_the_whole_row_statistics(single, weights, b, monkeypatch):
+    # The smoother streams each row over tiles of columns, rescaling its sums
+    # when a later tile holds a larger log-kernel and moving a row's leader
+    # into the sums when another entry overtakes it. Tiles of 16 columns
+    # (label segments cut across tiles, leaders in every tile) give the
+    # statistics of whole rows: to rounding in float64, to the float32
+    # rounding of the weights otherwise.
+    from skcalib._backend import smoothing
+    from skcalib._backend.smoothing import DirichletCentres, chunk_statistics
+
+    monkeypatch.setattr(smoothing, "TILE_COLUMNS", 16)
+    if single:
+        monkeypatch.setattr(smoothing, "SINGLE_EXP_COLUMNS", 0)
+    rng = np.random.default_rng(11)
+    n, K = 150, 3
+    F = rng.dirichlet(np.full(K, 0.5), size=n)
+    F[:20] = F[0]
+    F[20:30] = np.eye(K)[rng.integers(0, K, 10)]
+    y = rng.integers(0, K, n)
+    w = np.ones(n)
+    if weights != "unit":
+        w = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.3, 2.5, n))
+    P = rng.dirichlet(np.ones(K), size=40)
+    centres = DirichletCentres(F, y, w)
+    X = centres.F[centres.position]
+    shift = centres.column_shift(b)
+    # Log-kernels reach |log eps| / b; their rounding moves weights by
+    # about 1e-16 of that.
+    rtol, atol = (1e-5, 1e-9) if single else (1e-13 / min(b, 0.1), 1e-15)
+    for loo in (True, False):
+        X_eval = X if loo else smoothing.clip_simplex(P, smoothing.SIMPLEX_EPS)
+        for pairs in (True, False):
+            res = dirichlet_nw(
+                F,
+                y,
+                w,
+                None if loo else P,
+                b,
+                leave_one_out=loo,
+                pair_agreement=pairs,
+                squared_error=pairs,
+                chunk_size=13,
+            )
+            L = np.log(X_eval) @ (centres.F / b).T - shift
+            st = chunk_statistics(
+                centres,
+                L,
+                centres.loo_columns(np.arange(n)) if loo else None,
+                pairs=pairs,
+                X=X_eval if pairs else None,
+            )
+            got = {"ratio": res.ratio, "ess": res.effective_sample_size}
+            if pairs:
+                got.update(pairs=res.pair_agreement, squared_error=res.squared_error)
+            for key, value in got.items():
+                np.testing.assert_allclose(
+                    value, st[key], rtol=rtol, atol=atol, err_msg=key
+                )
+
+
 @pytest.mark.parametrize("K", [2, 10, 100])
 @pytest.mark.parametrize("weights", ["unit", "fractional with zeros"])
 def test_unclamped_exponentials_give_the_clamped_statistics(K, weights):

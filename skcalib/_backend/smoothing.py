@@ -50,6 +50,36 @@ _EXP_FLOOR = -700.0
 SINGLE_EXP_COLUMNS = 2**15
 _EXP_FLOOR_SINGLE = -87.0
 
+# Columns per tile of the streamed smoother (tiled_sums), and bytes of a
+# float64 tile (rows = TILE_BYTES / (8 * columns)). At n = 1e5, K = 10 tiles
+# of 1 to 2 MB and 1024 to 4096 columns took 7.8 to 9.5 ns of CPU per
+# kernel entry, within the noise of a busy machine; chunks of 5 whole rows
+# took 10.5 to 11.5.
+TILE_COLUMNS = 2048
+TILE_BYTES = 2**21
+# A row's reference (of the sums without its leader) moves only when a tile
+# exceeds it by more than this: weights then reach e (float32 has room to
+# e^88), the float32 argument of the largest weights rounds by at most
+# 6e-8 absolute, as the weight itself does, and a fifth of the rows of a
+# tile no longer move their reference and rescale their sums (n = 1e5,
+# K = 10: from 20 of 125 rows per tile to 1, after the first tile).
+_REFERENCE_SLACK = 1.0
+# Up to this many label segments in a tile, the class sums of a tile are
+# taken segment by segment.
+_FEW_SEGMENTS = 4
+
+
+def _row_dots(G):
+    """``sum_j G_ij^2`` per row, without an array of the squares."""
+    # np.vecdot (numpy 2) took 0.2 ns per entry on a (128, 1800) view, the
+    # einsum 0.54, squaring then summing 1.3.
+    if _VECDOT is not None:
+        return _VECDOT(G, G)
+    return np.einsum("ij,ij->i", G, G)
+
+
+_VECDOT = getattr(np, "vecdot", None)
+
 
 def default_chunk_size(n_train, chunk_bytes=_CHUNK_BYTES):
     """Number of evaluation rows per chunk so that a work array fits ``chunk_bytes``."""
@@ -73,12 +103,13 @@ class ChunkBuffers:
         self.shape = (int(rows), int(cols))
         self._arrays = {}
 
-    def get(self, name, rows, dtype=np.float64):
-        """The first ``rows`` rows of the work array ``name``."""
+    def get(self, name, rows, dtype=np.float64, cols=None):
+        """A contiguous ``(rows, cols)`` work array ``name`` (default: all columns)."""
         key = (name, np.dtype(dtype))
         if key not in self._arrays:
-            self._arrays[key] = np.empty(self.shape, dtype=dtype)
-        return self._arrays[key][:rows]
+            self._arrays[key] = np.empty(self.shape[0] * self.shape[1], dtype=dtype)
+        cols = self.shape[1] if cols is None else cols
+        return self._arrays[key][: rows * cols].reshape(rows, cols)
 
 
 class BufferPool:
@@ -569,7 +600,8 @@ def dirichlet_nw(
         Also return the U-statistic estimate of ``||E[e_y | x_j] - x_j||^2``
         (class-label targets only).
     chunk_size : int or None
-        Evaluation rows per chunk; default keeps a work array near 4 MB.
+        Evaluation rows per chunk, taken in tiles of up to ``TILE_COLUMNS``
+        centres; the default keeps a tile near ``TILE_BYTES``.
     n_jobs : int or None
         Threads working on chunks in parallel.
     eps : float
@@ -627,26 +659,22 @@ def _smooth(
     X=None,
 ):
     m = logX.shape[0]
-    # Centres as contiguous rows of length n: the product streams them once
-    # per chunk, and the transposed view of (n, K) took 3.8 ns per kernel
-    # entry against 2.5 (n = 1e5, K = 10, chunks of 5 rows).
-    FbT = np.ascontiguousarray((centres.F / bandwidth).T)
     shift = centres.column_shift(bandwidth)
+    width = min(centres.n, TILE_COLUMNS)
     if chunk_size is None:
-        chunk_size = default_chunk_size(centres.n)
+        chunk_size = default_chunk_size(width, TILE_BYTES)
+    tiles = KernelTiles(centres, logX, bandwidth, shift, width)
     lower = row_lower_bounds(logX, bandwidth, shift)
-    pool = BufferPool(min(chunk_size, m), centres.n)
+    pool = BufferPool(min(chunk_size, m), width)
 
     loo = centres.loo_columns(eval_rows) if leave_one_out else None
 
     def work(sl):
         with pool.take() as buffers:
-            L = buffers.get("L", sl.stop - sl.start)
-            np.matmul(logX[sl], FbT, out=L)
-            L -= shift
-            return chunk_sums(
+            return tiled_sums(
                 centres,
-                L,
+                tiles,
+                sl,
                 None if loo is None else tuple(v[sl] for v in loo),
                 ratio=ratio,
                 pairs=pairs or X is not None,
@@ -673,6 +701,299 @@ def _smooth(
         pair_agreement=stats.get("pairs") if pairs else None,
         squared_error=stats.get("squared_error"),
     )
+
+
+class KernelTiles:
+    """Column tiles of the centres for :func:`tiled_sums`.
+
+    Parameters
+    ----------
+    centres : DirichletCentres
+    logX : ndarray of shape (m, K)
+        Logarithms of the evaluation points.
+    bandwidth : float
+    shift : ndarray of shape (n,)
+        ``centres.column_shift(bandwidth)``.
+    width : int
+        Columns per tile.
+    """
+
+    def __init__(self, centres, logX, bandwidth, shift, width):
+        n = centres.n
+        self.width = width
+        self.single = n >= SINGLE_EXP_COLUMNS
+        # The column shift rides in the product as one more coordinate (a
+        # pass over the tile less); centres of zero weight have an infinite
+        # shift, which a product would turn into NaN, and keep the pass.
+        self.folded = bool(np.all(np.isfinite(shift)))
+        rows = (centres.F / bandwidth).T
+        if self.folded:
+            rows = np.vstack([rows, shift])
+            logX = np.hstack([logX, -np.ones((logX.shape[0], 1))])
+        rows = np.vstack([rows, np.ones(n)])
+        self.logX = logX
+        self.shift = shift
+        self.slices = iter_chunks(n, width)
+        # Contiguous (K, width) blocks: the product streams each once per
+        # block of evaluation rows.
+        self.blocks = [np.ascontiguousarray(rows[:, sl]) for sl in self.slices]
+        self.segments = []
+        for sl in self.slices:
+            if centres.labels:
+                inner = centres.seg_starts[
+                    (centres.seg_starts > sl.start) & (centres.seg_starts < sl.stop)
+                ]
+                starts = np.r_[sl.start, inner]
+                local = starts - sl.start
+                bounds = [*local.tolist(), sl.stop - sl.start]
+                spans = [
+                    (lo, hi, int(c))
+                    for lo, hi, c in zip(
+                        bounds[:-1], bounds[1:], centres.y[starts], strict=True
+                    )
+                ]
+                self.segments.append(
+                    (local, centres.y[starts], centres.pair_c[sl], spans)
+                )
+            else:
+                self.segments.append((None, None, centres.pair_c[sl], None))
+
+
+def tiled_sums(
+    centres,
+    tiles,
+    sl,
+    loo=None,
+    *,
+    ratio=True,
+    pairs=False,
+    squares_by_class=False,
+    lower=None,
+    buffers=None,
+):
+    """:func:`chunk_sums` of the evaluation rows ``sl``, streamed over column tiles.
+
+    Parameters
+    ----------
+    centres : DirichletCentres
+    tiles : KernelTiles
+    sl : slice
+        Evaluation rows (of ``tiles.logX``).
+    loo, ratio, pairs, squares_by_class, lower, buffers
+        As in :func:`chunk_sums` (``ess`` is always computed).
+
+    Returns
+    -------
+    dict
+        As :func:`chunk_sums`.
+
+    Notes
+    -----
+    A whole row of log-kernels (800 kB at n = 1e5) does not fit in a core's
+    cache, so each of the dozen passes of :func:`chunk_sums` over a chunk of
+    a few rows went to the shared cache or memory, and the product reread
+    all centres for every few rows. Tiles of many rows by a few thousand
+    columns stay in cache between the passes; a row's sums are kept
+    relative to a reference within ``_REFERENCE_SLACK`` below the largest
+    log-kernel seen so far and rescaled (in float64) when a later tile
+    exceeds it by more, as an online softmax does. The product subtracts
+    the reference (a column of ``A``), so only rows whose reference moves
+    take a pass of their own. The row's leading entry (``m1`` in
+    :func:`chunk_statistics`) is held out of the sums while it leads and
+    added to them, in float64, once another entry overtakes it. Each weight
+    differs from its weight in :func:`chunk_sums` by the rounding of the
+    product, of the rescaling (float64) and of ``exp`` relative to another
+    reference (float32 or float64): 1e-13 relative in float64 at n = 150
+    (ties, zero weights, bandwidths 1e-4 to 1), the float32 rounding
+    otherwise.
+    """
+    base = tiles.logX[sl]
+    r, kb = base.shape
+    rows = np.arange(r)
+    single = tiles.single
+    floor = _EXP_FLOOR_SINGLE if single else _EXP_FLOOR
+    labels = centres.labels
+    if pairs and not labels:
+        raise ValueError("The pair statistic needs class-label targets.")
+    sums_a = ratio or pairs
+    # The product returns log-kernels minus the row reference of the tiles
+    # so far (last column of A against a row of ones): the subtraction
+    # before exp costs no pass except in rows whose reference rises.
+    A = np.zeros((r, kb + 1))
+    A[:, :kb] = base
+    ref = np.full(r, -np.inf)
+    m_ref = np.zeros(r)
+    m1 = np.full(r, -np.inf)
+    istar = np.zeros(r, dtype=np.int64)
+    a = np.zeros((r, centres.n_outputs)) if sums_a else None
+    z = None if (labels and sums_a) else np.zeros(r)
+    qk = np.zeros((r, centres.K)) if squares_by_class else None
+    q = None if squares_by_class else np.zeros(r)
+    g_own = None
+    if loo is not None:
+        cols, log_shift, _ = loo
+        g_own = np.zeros(r)
+        by_tile = np.argsort(cols, kind="stable")
+        bounds = np.searchsorted(
+            cols[by_tile], np.arange(len(tiles.slices) + 1) * tiles.width
+        )
+    if buffers is None:
+        buffers = ChunkBuffers(r, tiles.width)
+    clamp = lower is None
+    all_finite = False
+    for k, (csl, B) in enumerate(zip(tiles.slices, tiles.blocks, strict=True)):
+        c0, w = csl.start, csl.stop - csl.start
+        T = np.matmul(A, B, out=buffers.get("L", r, cols=w))
+        if not tiles.folded:
+            T -= tiles.shift[csl]
+        if loo is not None:
+            mine = by_tile[bounds[k] : bounds[k + 1]]
+            own_cols = cols[mine] - c0
+            T[mine, own_cols] += log_shift[mine]
+        if pairs:
+            # The argmax pass gives the tile maximum too; only rows whose
+            # leader changes (a tenth of a tile's rows at n = 1e5) need the
+            # maximum of the rest.
+            targ = T.argmax(axis=1)
+            top = T[rows, targ]
+            top += m_ref
+            lead = np.flatnonzero(top > m1)
+            # Former leaders of the rows that changed leader join the sums.
+            dropped = lead[np.isfinite(m1[lead])]
+            old_val, old_col = m1[dropped], istar[dropped]
+            m1[lead] = top[lead]
+            istar[lead] = targ[lead] + c0
+            T[lead, targ[lead]] = -np.inf
+            if lead.shape[0] == r:
+                top = T.max(axis=1)
+                top += m_ref
+            elif lead.shape[0] <= r // 8:
+                # Row views: no copy of the rows, as a fancy index makes.
+                for i in lead:
+                    top[i] = T[i].max() + m_ref[i]
+            elif lead.shape[0]:
+                top[lead] = T[lead].max(axis=1) + m_ref[lead]
+            top[dropped] = np.maximum(top[dropped], old_val)
+        else:
+            top = T.max(axis=1)
+            top += m_ref
+        grown = np.flatnonzero(top > ref + _REFERENCE_SLACK)
+        if grown.shape[0]:
+            new = top[grown]
+            # exp(-inf) = 0 clears the floor-level weights of rows that had
+            # no finite entry yet.
+            scale = np.exp(ref[grown] - new)
+            ref[grown] = new
+            if a is not None:
+                a[grown] *= scale[:, None]
+            if z is not None:
+                z[grown] *= scale
+            if g_own is not None:
+                g_own[grown] *= scale
+            scale *= scale
+            if qk is not None:
+                qk[grown] *= scale[:, None]
+            if q is not None:
+                q[grown] *= scale
+            new = np.where(np.isfinite(new), new, 0.0)
+            step = new - m_ref[grown]
+            if grown.shape[0] == r:
+                T -= step[:, None]
+            elif grown.shape[0] <= r // 8:
+                for i, d in zip(grown, step, strict=True):
+                    T[i] -= d
+            else:
+                T[grown] -= step[:, None]
+            m_ref[grown] = new
+            A[grown, kb] = -new
+        if pairs and dropped.shape[0]:
+            gd = np.exp(old_val - ref[dropped])
+            cls = centres.y[old_col]
+            a[dropped, cls] += gd
+            gd2 = gd * gd * centres.pair_c[old_col]
+            if qk is not None:
+                qk[dropped, cls] += gd2
+            else:
+                q[dropped] += gd2
+            if g_own is not None:
+                back = cols[dropped] == old_col
+                g_own[dropped[back]] += gd[back]
+        # References only rise: once a tile needs the clamp, all later do.
+        clamp = clamp or not np.all(lower - m_ref >= floor)
+        # Rows with no finite entry yet get floor-level weights, which the
+        # first finite reference clears (scale 0); a row that never gets one
+        # keeps them, as chunk_sums does.
+        all_finite = all_finite or bool(np.all(np.isfinite(ref)))
+        clamp_tile = clamp or not all_finite
+        if single:
+            # One pass: the clamp (a float32 number) casts as it clamps.
+            w32 = buffers.get("w32", r, np.float32, cols=w)
+            if clamp_tile:
+                np.maximum(T, floor, out=w32, casting="same_kind")
+            else:
+                w32[...] = T
+            np.exp(w32, out=w32)
+            T[...] = w32
+        else:
+            if clamp_tile:
+                np.maximum(T, floor, out=T)
+            np.exp(T, out=T)
+        g = T
+        starts, classes, pair_c, spans = tiles.segments[k]
+        if labels and len(spans) <= _FEW_SEGMENTS and centres.unit_pairs:
+            # A tile holds a few label segments at most (they are n / K
+            # long): per segment, the squares are summed as they are formed
+            # (no array of them) and the weights by a row sum.
+            for lo, hi, c in spans:
+                seg = g[:, lo:hi]
+                if squares_by_class:
+                    qk[:, c] += _row_dots(seg)
+                if sums_a:
+                    a[:, c] += seg.sum(axis=1)
+        else:
+            if squares_by_class:
+                g2 = np.multiply(g, g, out=buffers.get("g2", r, cols=w))
+                if not centres.unit_pairs:
+                    g2 *= pair_c
+                qk[:, classes] += np.add.reduceat(g2, starts, axis=1)
+            if sums_a:
+                if labels:
+                    a[:, classes] += np.add.reduceat(g, starts, axis=1)
+                else:
+                    a += g @ centres.Y[csl]
+        if z is not None:
+            z += g.sum(axis=1)
+        if q is not None:
+            if centres.unit_pairs:
+                q += np.einsum("ij,ij->i", g, g)
+            else:
+                q += np.einsum("ij,ij,j->i", g, g, pair_c)
+        if g_own is not None:
+            g_own[mine] += g[mine, own_cols]
+    finite = np.isfinite(ref)
+    out = {}
+    if pairs:
+        out.update(
+            istar=istar, m_ref=np.where(finite, ref, 0.0), has_rest=finite, m1=m1
+        )
+    else:
+        out["m1"] = ref
+        if not np.all(finite):
+            # No kernel mass at all: undefined, as in chunk_sums.
+            for v in (a, z, q, g_own):
+                if v is not None:
+                    v[~finite] = np.nan
+    if qk is not None:
+        out["qk"] = qk
+    if sums_a:
+        out["a"] = a
+    if z is not None:
+        out["z"] = z
+    if q is not None:
+        out["q"] = q
+    if g_own is not None:
+        out["g_own"] = g_own
+    return out
 
 
 def row_lower_bounds(logX, bandwidth, shift):

@@ -186,8 +186,9 @@ def kde_calibration_error(
         in :func:`sklearn.metrics.roc_auc_score`); needed when ``y_true``
         lacks some class of ``y_proba``.
     chunk_size : int, default=None
-        Rows of the kernel matrix held in memory at once; the default keeps
-        work arrays near 4 MB. Memory is ``O(chunk_size * n_samples)``.
+        Rows of the kernel matrix processed together, in tiles of at most
+        2048 columns; the default keeps a tile near 2 MB. Memory is
+        ``O(chunk_size * min(n_samples, 2048))``.
     n_jobs : int, default=None
         Threads evaluating chunks in parallel (``-1``: all cores).
     max_samples : int >= 2, default=None
