@@ -965,7 +965,7 @@ def tiled_sums(
             z += g.sum(axis=1)
         if q is not None:
             if centres.unit_pairs:
-                q += np.einsum("ij,ij->i", g, g)
+                q += _row_dots(g)
             else:
                 q += np.einsum("ij,ij,j->i", g, g, pair_c)
         if g_own is not None:
