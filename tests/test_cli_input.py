@@ -329,6 +329,33 @@ def test_both_csv_readers_parse_cells_alike(tmp_path, monkeypatch, labels):
     assert got["pyarrow"][0].astype(str).tolist() == y.tolist()
 
 
+@pytest.mark.skipif(
+    not any(os.path.isdir(d) for d in ("/proc/self/fd", "/dev/fd")),
+    reason="no descriptor folder to reopen the file through",
+)
+@pytest.mark.parametrize("gz", [False, True])
+def test_pyarrow_reads_the_file_without_calling_python(tmp_path, monkeypatch, gz):
+    """pyarrow reads ahead on its own thread; a read through a Python file
+    object could still be waiting for the interpreter when the command exits
+    on an error, and the process then aborted after its message."""
+    pa = pytest.importorskip("pyarrow")
+    from skcalib.cli import read_predictions
+
+    y, p = binary_sample(n=300, seed=3)
+    f = tmp_path / ("p.csv.gz" if gz else "p.csv")
+    data = csv_text(y, p).encode()
+    f.write_bytes(gzip.compress(data) if gz else data)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("pyarrow was given a Python file object")
+
+    monkeypatch.setattr(pa, "PythonFile", refuse)
+    yy, proba, _, info = read_predictions(f, y_true="y")
+    assert info["reader"] == "pyarrow"
+    np.testing.assert_array_equal(yy.astype(float), y)
+    np.testing.assert_array_equal(proba, p)
+
+
 def test_parquet_refuses_old_pyarrow(tmp_path):
     stub = tmp_path / "stub-old" / "pyarrow"
     stub.mkdir(parents=True)

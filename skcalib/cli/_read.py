@@ -342,7 +342,7 @@ class _CsvTable(_Table):
         raw = open_regular(self.path)
         reader = None
         try:
-            source = pa.PythonFile(raw, mode="r")
+            source = _native_file(pa, raw)
             if self.gz:
                 source = pa.CompressedInputStream(source, "gzip")
             try:
@@ -418,6 +418,28 @@ class _CsvTable(_Table):
         if lines is None:
             raise _Relocate(f"data row {start + i + 1}")
         return f"line {lines[i]}"
+
+
+def _native_file(pa, raw):
+    """A pyarrow file reading ``raw``'s descriptor without calling Python.
+
+    The CSV reader reads ahead on a pyarrow thread; a read that calls back
+    into Python (``pa.PythonFile``) can still be waiting for the interpreter
+    when the process exits, which then aborts after the right message. The
+    descriptor is reopened through its ``/proc`` or ``/dev/fd`` entry (the
+    same file, already checked to be regular); ``pa.PythonFile`` is the
+    fallback where neither exists.
+    """
+    fd = raw.fileno()
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            native = pa.OSFile(f"{folder}/{fd}", mode="r")
+        except (OSError, pa.ArrowException):
+            continue
+        if os.path.samestat(os.fstat(native.fileno()), os.fstat(fd)):
+            return native
+        native.close()
+    return pa.PythonFile(raw, mode="r")
 
 
 def _arrow_batches(reader, pa):
