@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
+from scipy.special import expit, log_expit, logsumexp, softmax
 
 from .logit_bases import _base_log_odds, _fit_base_coefficients
 from .logit_correction import LogitMap, fit_correction, fit_corrections
@@ -31,6 +31,7 @@ from .logit_selection import (
     stratified_folds,
     uniform_mix,
 )
+from .row_sums import row_log_softmax, row_sums
 from .threads import one_blas_thread
 
 # Standard errors by which the matrix base must beat the other bases'
@@ -167,7 +168,7 @@ class MulticlassLogitFit:
         Q = np.column_stack(
             [expit(c.log_odds(U[:, k])) for k, c in enumerate(self.corrections)]
         )
-        Q /= Q.sum(axis=1, keepdims=True)
+        Q /= row_sums(Q, keepdims=True)
         if self.sharpness == 1.0:
             return Q
         return softmax(self.sharpness * log_probabilities(Q), axis=1)
@@ -176,9 +177,9 @@ class MulticlassLogitFit:
 def _base_log_probabilities(L, ab, base):
     """Log-probabilities of a multiclass base other than temperature scaling."""
     if base == "vector":
-        return log_softmax(ab[:, 0] * L + ab[:, 1], axis=1)
+        return row_log_softmax(ab[:, 0] * L + ab[:, 1])
     if base == "matrix":
-        return log_softmax(_row_centred(L) @ ab.T, axis=1)
+        return row_log_softmax(_row_centred(L) @ ab.T)
     return one_vs_rest_log_probabilities(class_log_odds(L), ab, base)
 
 

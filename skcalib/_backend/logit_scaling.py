@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.special import expit, log_softmax
+from scipy.special import expit
 
+from .row_sums import row_log_softmax, row_sums
 from .threads import one_blas_thread
 
 # Prior standard deviations of the log-slope (log inverse temperature; a
@@ -257,7 +258,7 @@ def fit_inverse_temperature(L, y_idx, w):
     def objective(log_beta):
         b = np.exp(log_beta)
         np.multiply(shifted, b, out=scaled)
-        log_norm = np.log(np.exp(scaled, out=scaled).sum(axis=1))
+        log_norm = np.log(row_sums(np.exp(scaled, out=scaled)))
         nll = float(w @ (log_norm - b * label_gap))
         return nll + 0.5 * prec * max(log_beta, 0.0) ** 2
 
@@ -273,7 +274,7 @@ def fit_inverse_temperature(L, y_idx, w):
         S = np.multiply(L, b, out=scaled)
         S -= (b * top)[:, None]
         np.exp(S, out=S)
-        S /= S.sum(axis=1, keepdims=True)
+        S /= row_sums(S, keepdims=True)
         mean = np.einsum("ij,ij->i", S, L)
         var = np.einsum("ij,ij->i", S, squares) - mean * mean
         g = b * float(w @ (mean - Ly))
@@ -324,7 +325,7 @@ def fit_vector_scaling(L, y_idx, w, max_iter=100):
             M = np.exp(theta[:K]) * L + theta[K:]
             top = M.max(axis=1)
             E = np.exp(M - top[:, None])
-            total = E.sum(axis=1)
+            total = row_sums(E)
             E /= total[:, None]
             log_norm = top + np.log(total)
             last.update(theta=theta.copy(), S=E, nll=float(w @ (log_norm - M[y_mask])))
@@ -368,7 +369,8 @@ def _row_centred(L):
     rows sum to 0, and the softmax cannot tell ``beta L`` from ``beta`` times
     the centred rows.
     """
-    return L - L.mean(axis=1, keepdims=True)
+    # The row means of L.mean(axis=1), the same numbers (see row_sums).
+    return L - row_sums(L, keepdims=True) / L.shape[1]
 
 
 def fit_matrix_scaling(L, y_idx, w, beta, prior_sd=None, max_iter=100):
@@ -415,7 +417,7 @@ def fit_matrix_scaling(L, y_idx, w, beta, prior_sd=None, max_iter=100):
 
     def log_softmax_rows(theta):
         if last.get("theta") is None or not np.array_equal(last["theta"], theta):
-            log_q = log_softmax(base + X @ theta.reshape(K, K).T, axis=1)
+            log_q = row_log_softmax(base + X @ theta.reshape(K, K).T)
             last.update(theta=theta.copy(), log_q=log_q)
         return last["log_q"]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .row_sums import row_sums
+
 # Added to probabilities before the logarithm (as scikit-learn's temperature
 # scaling does), so that a zero probability becomes a finite log-odds of -27.6.
 LOGIT_FLOOR = 1e-12
@@ -63,7 +65,7 @@ def class_log_odds(L):
     shifted = L - L[rows, top][:, None]
     E = np.exp(shifted)
     E[rows, top] = 0.0
-    others = E.sum(axis=1)
+    others = row_sums(E)
     # With the top class's exp(0) = 1 in the sum, sum_{j != k} = S - E_k is
     # at least 1 for the other classes: the subtraction loses nothing. The
     # top class's sum of the others is added without it, so that a
