@@ -170,6 +170,40 @@ def effective_size(w):
     return float(v.sum() ** 2 / total_sq) if total_sq > 0 else 0.0
 
 
+# Rows between which stratified_folds orders its keys by _packed_argsort:
+# below, np.argsort is as fast; above, the leading bits of two keys agree
+# too often (expected pairs n^2 / 2^(66 - 2 log2 n): 0.03 at 1e6 rows, 0.25
+# at 2^21).
+MIN_PACKED_SORT_ROWS = 2**17
+
+
+MAX_PACKED_SORT_ROWS = 2**21
+
+
+def _packed_argsort(key):
+    """``np.argsort(key)`` of uniform draws ``rng.random(n)``, or ``None``.
+
+    The draws are multiples of ``2**-53`` in ``[0, 1)``: their leading bits,
+    with the row index in the bits below, are integers that ``np.sort``
+    orders (vectorised, where ``np.argsort`` is not: 70 ms against 15 ms
+    for 1e6 draws, 40 % of a binary fit of 1e6 rows). Where the leading
+    bits of all the draws differ, the order is that of the draws, without
+    ties, so the one permutation that sorts them; where two agree (3 % of
+    the time for 1e6 draws), ``None``, and the caller sorts the draws.
+    """
+    n = key.shape[0]
+    bits = max(int(n - 1).bit_length(), 1)
+    packed = (key * 2.0**53).astype(np.uint64)
+    packed >>= np.uint64(max(bits - 11, 0))
+    packed <<= np.uint64(bits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    lead = packed >> np.uint64(bits)
+    if np.any(lead[1:] == lead[:-1]):
+        return None
+    return (packed & np.uint64((1 << bits) - 1)).astype(np.intp)
+
+
 def stratified_folds(y_idx, n_folds=N_FOLDS, seed=0):
     """Fold index per sample: labels spread evenly, order otherwise random.
 
@@ -185,10 +219,14 @@ def stratified_folds(y_idx, n_folds=N_FOLDS, seed=0):
     # np.lexsort((key, y_idx)), as a sort by key then a stable sort by label:
     # without ties in the key (almost sure) any sort of it is the stable one,
     # and small labels sort by radix (3x faster than lexsort at 1e6 rows).
-    by_key = np.argsort(key)
-    sorted_key = key[by_key]
-    if np.any(sorted_key[1:] == sorted_key[:-1]):
-        by_key = np.argsort(key, kind="stable")
+    by_key = None
+    if MIN_PACKED_SORT_ROWS <= key.shape[0] <= MAX_PACKED_SORT_ROWS:
+        by_key = _packed_argsort(key)
+    if by_key is None:
+        by_key = np.argsort(key)
+        sorted_key = key[by_key]
+        if np.any(sorted_key[1:] == sorted_key[:-1]):
+            by_key = np.argsort(key, kind="stable")
     labels = y_idx[by_key]
     if labels.shape[0] and 0 <= labels.min() and labels.max() < 2**16:
         labels = labels.astype(np.uint16)
