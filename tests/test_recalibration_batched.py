@@ -12,7 +12,7 @@ extreme weights, zero-weight padding).
 import numpy as np
 import pytest
 from scipy.optimize import minimize
-from scipy.special import expit
+from scipy.special import expit, log_softmax
 
 from skcalib._backend import (
     logit_bases,
@@ -21,6 +21,7 @@ from skcalib._backend import (
     logit_scaling,
     logit_scores,
     logit_selection,
+    row_sums,
 )
 
 # log-odds of a probability of exactly 0 or 1 (after the 1e-12 floor)
@@ -303,3 +304,73 @@ def test_folds_break_ties_of_the_key_by_row_order(monkeypatch):
     expected[np.lexsort((key, y))] = np.arange(400) % logit_selection.N_FOLDS
     monkeypatch.setattr(np.random, "default_rng", TiedKeys)
     np.testing.assert_array_equal(logit_selection.stratified_folds(y), expected)
+
+
+@pytest.mark.parametrize("min_rows", [1, 2**17])
+def test_packed_key_sort_is_the_lexicographic_order(monkeypatch, min_rows):
+    # The packed integer sort of the keys gives np.lexsort's order, and hands
+    # keys whose leading bits agree (here: pairs one ulp apart, and keys
+    # with ties) back to the argsort.
+    monkeypatch.setattr(logit_selection, "MIN_PACKED_SORT_ROWS", min_rows)
+    default_rng = np.random.default_rng
+    rng = default_rng(6)
+
+    def close_pairs(key):
+        key = key.copy()
+        key[1::1000] = np.nextafter(key[::1000][: key[1::1000].shape[0]], 1.0)
+        return key
+
+    def ties(key):
+        return np.round(key, 3)
+
+    sizes = (7, 100, 5000, 2**17 + 3) if min_rows == 1 else (2**17, 10**6)
+    for n in sizes:
+        y = rng.integers(0, 3, n)
+        for change in (None, close_pairs, ties):
+
+            class Keys:
+                def __init__(self, seed, change=change):
+                    self.rng, self.change = default_rng(seed), change
+
+                def random(self, n):
+                    key = self.rng.random(n)
+                    return key if self.change is None else self.change(key)
+
+            key = Keys((logit_selection.FOLD_ENTROPY, 0)).random(n)
+            expected = np.empty(n, dtype=np.intp)
+            expected[np.lexsort((key, y))] = np.arange(n) % logit_selection.N_FOLDS
+            with monkeypatch.context() as m:
+                m.setattr(np.random, "default_rng", Keys)
+                np.testing.assert_array_equal(
+                    logit_selection.stratified_folds(y), expected
+                )
+        key = default_rng((logit_selection.FOLD_ENTROPY, 1)).random(n)
+        order = logit_selection._packed_argsort(key)
+        if order is not None:
+            np.testing.assert_array_equal(order, np.argsort(key, kind="stable"))
+
+
+def test_row_sums_are_numpy_s_row_sums():
+    # The columns added in numpy's pairwise order give A.sum(axis=1) bit for
+    # bit, signed zeros, NaN and infinities included, in every layout.
+    rng = np.random.default_rng(7)
+    for k in list(range(1, 40)) + [64, 127, 128, 129, 200]:
+        A = rng.standard_normal((60, k)) * np.exp(10.0 * rng.standard_normal((60, k)))
+        A[0] = -0.0
+        A[1] = 0.0
+        A[1, 0] = -0.0
+        A[2, k // 2] = np.nan
+        A[3, 0], A[3, -1] = np.inf, -np.inf
+        A[4, -1] = np.inf
+        for B in (A, np.asfortranarray(A), A[::2], A[:, ::-1], A.astype(np.float32)):
+            for keepdims in (False, True):
+                with np.errstate(invalid="ignore"):
+                    expected = B.sum(axis=1, keepdims=keepdims)
+                    got = row_sums.row_sums(B, keepdims=keepdims)
+                assert got.shape == expected.shape and got.dtype == expected.dtype
+                assert got.tobytes() == expected.tobytes(), (k, B.flags)
+    X = rng.standard_normal((300, 10)) * 30.0
+    X[0] = -np.inf
+    X[1, 3] = np.inf
+    with np.errstate(invalid="ignore"):
+        assert row_sums.row_log_softmax(X).tobytes() == log_softmax(X, axis=1).tobytes()
