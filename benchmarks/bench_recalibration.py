@@ -29,7 +29,10 @@ disjoint report seeds (``--seeds report``, 1000, 1001, ...).
 Known truth: scores ``f ~ U(0, 1)`` and labels with ``P(y = 1 | f) = eta(f)``
 for a few shapes of ``eta``; the exact excess log-loss ``E KL(eta || q)`` of
 each recalibrated map on a fine grid of ``f``, at every ``n``, averaged
-over ``TRUTH_SEEDS`` samples.
+over ``TRUTH_SEEDS`` samples. Three classes: the truth is the scores'
+probabilities themselves, a temperature away from them, or a confusion of
+each class with the next, and the excess log-loss is averaged over a fixed
+sample of score rows.
 
 Timings: fits at small and large ``n`` (minimum of repeats, interleaved).
 
@@ -417,12 +420,13 @@ TRUTHS = {
 }
 
 
-def excess_log_loss(q, eta):
-    """Exact ``E KL(eta || q)`` over the (equally likely) grid points."""
-    q = np.clip(q, EPS, 1 - EPS)
+def excess_log_loss(Q, E):
+    """Exact ``E KL(eta || q)``: rows of true class probabilities ``E`` and
+    of recalibrated ones ``Q`` at (equally likely) points."""
+    Q = np.clip(Q, EPS, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        kl = eta * np.log(eta / q) + (1 - eta) * np.log((1 - eta) / (1 - q))
-    return float(np.mean(np.nan_to_num(kl)))
+        kl = E * np.log(E / Q)
+    return float(np.mean(np.nan_to_num(kl).sum(axis=1)))
 
 
 def _ratio_se(a, b):
@@ -433,35 +437,33 @@ def _ratio_se(a, b):
     return float(np.std(a - r * b, ddof=1) / (np.sqrt(a.size) * b.mean()))
 
 
-def run_known_truth(full, seed0, n_seeds, cals):
-    grid = (np.arange(2**14) + 0.5) / 2**14
-    G = np.column_stack([1 - grid, grid])
-    ns = (50, 200, 1000, 5000, 50_000) if full else (50, 200, 1000, 5000)
-    binary = {c: f for c, f in cals.items() if c not in ("probmetrics",)}
-    print(
-        f"\n## Known truth: exact excess log-loss (x 1e-3), mean of {n_seeds} seeds\n"
-    )
-    names = list(binary)
+def _truth_table(title, truths, ns, seed0, n_seeds, cals, draw):
+    """Print the excess log-loss of each calibrator on each truth and size.
+
+    ``draw(eta, n, rng)`` returns the calibration sample ``(P, y)``;
+    ``truths`` maps a name to ``(eta, G)``, ``G`` the evaluation points'
+    scores and ``eta`` the truth (rows of class probabilities). Returns the
+    worst ratio of ours to the best peer.
+    """
+    print(f"\n## {title}: exact excess log-loss (x 1e-3), mean of {n_seeds} seeds\n")
+    names = list(cals)
     print(
         f"{'truth':14s} {'n':>6s} "
         + " ".join(f"{c:>11s}" for c in names)
         + f" {'ours/best':>9s} {'se':>5s}"
     )
     worst = 0.0
-    for tname, eta in TRUTHS.items():
-        eta_g = eta(grid)
+    for tname, (eta, G) in truths.items():
+        E = eta(G)
         for n in ns:
             kl = {c: [] for c in names}
             for s in range(n_seeds):
-                rng = np.random.default_rng(seed0 + s)
-                f = rng.uniform(size=n)
-                y = (rng.uniform(size=n) < eta(f)).astype(int)
-                P = np.column_stack([1 - f, f])
-                for c, fit in binary.items():
+                P, y = draw(eta, n, np.random.default_rng(seed0 + s))
+                for c, fit in cals.items():
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        q = fit(P, y)(G)[:, 1]
-                    kl[c].append(excess_log_loss(q, eta_g))
+                        Q = fit(P, y)(G)
+                    kl[c].append(excess_log_loss(Q, E))
             m = {c: np.mean(v) for c, v in kl.items()}
             best = min((v, c) for c, v in m.items() if c != "ours")[1]
             ratio = m["ours"] / m[best]
@@ -472,7 +474,73 @@ def run_known_truth(full, seed0, n_seeds, cals):
                 + f" {ratio:9.2f} {_ratio_se(kl['ours'], kl[best]):5.2f}",
                 flush=True,
             )
+    return worst
+
+
+def run_known_truth(full, seed0, n_seeds, cals):
+    grid = (np.arange(2**14) + 0.5) / 2**14
+    G = np.column_stack([1 - grid, grid])
+    ns = (50, 200, 1000, 5000, 50_000) if full else (50, 200, 1000, 5000)
+    binary = {c: f for c, f in cals.items() if c not in ("probmetrics",)}
+
+    def two_columns(eta):
+        def probabilities(P):
+            e = eta(P[:, 1])
+            return np.column_stack([1 - e, e])
+
+        return probabilities
+
+    truths = {name: (two_columns(eta), G) for name, eta in TRUTHS.items()}
+
+    def draw_binary(eta, n, rng):
+        f = rng.uniform(size=n)
+        P = np.column_stack([1 - f, f])
+        return P, (rng.uniform(size=n) < eta(P)[:, 1]).astype(int)
+
+    worst = _truth_table("Known truth", truths, ns, seed0, n_seeds, binary, draw_binary)
     print(f"\nworst ours / best peer: {worst:.2f} (target <= 1.5)")
+
+
+# Three classes, each confused with the next: a truth no single temperature
+# (and no slope per class) can reach.
+CONFUSION = 0.8 * np.eye(3) + 0.25 * np.roll(np.eye(3), 1, axis=1)
+
+MULTICLASS_TRUTHS = {
+    "calibrated": lambda P: P,
+    "overconfident": lambda P: softmax(0.6 * np.log(P), axis=1),
+    "underconfident": lambda P: softmax(1.5 * np.log(P), axis=1),
+    "confusion": lambda P: softmax(np.log(P) @ CONFUSION.T, axis=1),
+}
+
+
+def _three_class_scores(rng, n):
+    """Scores of a model that favours one class per row, more or less
+    strongly (top-label confidences from about 0.4 to 1)."""
+    Z = 1.5 * rng.standard_normal((n, 3))
+    Z[np.arange(n), rng.integers(0, 3, n)] += 2.0
+    return softmax(Z, axis=1)
+
+
+def run_known_truth_multiclass(full, seed0, n_seeds, cals):
+    """Three classes: the scores' own probabilities are the truth, or a
+    temperature, or a confusion of the classes away from it. The excess
+    log-loss is exact over the labels and averaged over 2**14 score rows
+    drawn once (not from the calibration seeds), the same for every
+    calibrator."""
+    G = _three_class_scores(np.random.default_rng(2**31 - 1), 2**14)
+    ns = (50, 200, 1000, 5000) if full else (50, 200, 1000)
+    multi = {c: f for c, f in cals.items() if c not in ("betacal", "venn-abers")}
+
+    def draw(eta, n, rng):
+        P = _three_class_scores(rng, n)
+        y = (eta(P).cumsum(axis=1) < rng.uniform(size=(n, 1))).sum(axis=1)
+        return P, np.minimum(y, 2)
+
+    truths = {name: (eta, G) for name, eta in MULTICLASS_TRUTHS.items()}
+    worst = _truth_table(
+        "Known truth, three classes", truths, ns, seed0, n_seeds, multi, draw
+    )
+    print(f"\nworst ours / best peer, three classes: {worst:.2f} (target <= 1.5)")
 
 
 # ---------------------------------------------------------------------------
@@ -556,6 +624,7 @@ def main():
         )
     if "truth" not in args.skip:
         run_known_truth(args.full, seed0, TRUTH_SEEDS, cals)
+        run_known_truth_multiclass(args.full, seed0, TRUTH_SEEDS, cals)
     print(f"\nwall time: {time.perf_counter() - t0:.0f} s", flush=True)
 
 
