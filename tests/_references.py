@@ -70,3 +70,46 @@ def sech_noise_of_words(words, h):
     m = (words & np.uint64(2**63 - 1)).astype(np.float64)
     mag = rational_log_tan(m * (np.pi / 2.0**65))
     return np.where(words >> np.uint64(63) == 1, -mag, mag) * h
+
+
+def dirichlet_smoother_dense(F, y, w, X, b, leave_one_out, whole_weight=False):
+    """Dirichlet Nadaraya-Watson statistics from the full ``(m, n)`` kernel table.
+
+    ``F`` (centres, clipped into the open simplex), labels ``y``, frequency
+    weights ``w``; rows ``X`` (the centres themselves with
+    ``leave_one_out``, which leaves one copy of row ``j``'s own centre out,
+    or all of them with ``whole_weight``).
+    Pair statistics enumerate the ``n x n`` table of pairs of distinct
+    samples: ``w`` copies of a centre form ``w * max(w - 1, 0)`` pairs,
+    centres of weight ``<= 1`` none with themselves. Returns a dict of
+    ``log_mass``, ``ratio``, ``ess``, ``pairs`` and ``squared_error``.
+    """
+    from scipy.special import gammaln
+
+    n, K = F.shape
+    log_norm = gammaln(F / b + 1.0).sum(axis=1) - gammaln(1.0 / b + K)
+    E = np.eye(K)[y]
+    out = {k: [] for k in ("log_mass", "ratio", "ess", "pairs", "squared_error")}
+    for j, x in enumerate(X):
+        v = np.array(w, dtype=float)
+        if leave_one_out:
+            v[j] = 0.0 if whole_weight else max(v[j] - 1.0, 0.0)
+        # v copies of mass k: (v k)^2 = c (v k)^2 (sum over copies of k^2)
+        # plus (1 - c) (v k)^2 (the v (v - 1) k^2 pairs of distinct copies)
+        c = np.minimum(1.0, 1.0 / np.maximum(v, 1.0))
+        with np.errstate(divide="ignore"):
+            L = np.log(v) + (F / b) @ np.log(x) - log_norm
+            log_self = 2.0 * L + np.log(1.0 - c)
+        top = L.max()
+        g = np.exp(L - top)
+        z = g.sum()
+        out["log_mass"].append(top + np.log(z))
+        out["ratio"].append(g @ E / z)
+        out["ess"].append(z**2 / (c * g**2).sum())
+        log_pairs = L[:, None] + L[None, :]
+        np.fill_diagonal(log_pairs, log_self)
+        pair_w = np.exp(log_pairs - log_pairs.max())
+        D = E - x
+        out["pairs"].append((pair_w * (E @ E.T)).sum() / pair_w.sum())
+        out["squared_error"].append((pair_w * (D @ D.T)).sum() / pair_w.sum())
+    return {k: np.array(v) for k, v in out.items()}

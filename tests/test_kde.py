@@ -258,13 +258,36 @@ def test_chunks_run_under_a_process_backend():
     assert a == pytest.approx(b, abs=1e-13)
 
 
+def _awkward_problem(seed, n, K, n_tied, n_vertex, weights):
+    """Centres with ``n_tied`` ties, then ``n_vertex`` rows at a vertex."""
+    rng = np.random.default_rng(seed)
+    F = rng.dirichlet(np.full(K, 0.5), size=n)
+    F[:n_tied] = F[0]
+    F[n_tied : n_tied + n_vertex] = np.eye(K)[rng.integers(0, K, n_vertex)]
+    y = rng.integers(0, K, n)
+    w = np.ones(n)
+    if weights != "unit":
+        w = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.3, 2.5, n))
+    return rng, F, y, w
+
+
+def _dense(F, y, w, X, b, leave_one_out):
+    from _references import dirichlet_smoother_dense
+
+    from skcalib._backend.smoothing import DirichletCentres
+
+    # The smoother's centres: clipped into the open simplex, original order.
+    centres = DirichletCentres(F, y, w)
+    Fc = centres.F[centres.position]
+    return dirichlet_smoother_dense(Fc, y, w, Fc if X is None else X, b, leave_one_out)
+
+
 @pytest.mark.parametrize("single", [False, True])
-def test_chunk_sums_finished_together_give_each_chunks_statistics(single, monkeypatch):
-    # The smoother finishes the row sums of all its chunks in one go; that
-    # gives the statistics of every chunk finished on its own (ties, zero
-    # and fractional weights, both exponential precisions).
+def test_row_blocks_give_the_dense_statistics(single, monkeypatch):
+    # The smoother finishes the row sums of all its blocks of rows in one
+    # go; that gives the statistics of the full kernel table (ties, zero and
+    # fractional weights, both exponential precisions).
     from skcalib._backend import smoothing
-    from skcalib._backend.smoothing import DirichletCentres, chunk_statistics
 
     if single:
         monkeypatch.setattr(smoothing, "SINGLE_EXP_COLUMNS", 0)
@@ -286,57 +309,41 @@ def test_chunk_sums_finished_together_give_each_chunks_statistics(single, monkey
         squared_error=True,
         chunk_size=7,
     )
-    centres = DirichletCentres(F, y, w)
-    X = centres.F[centres.position]
-    logX = np.log(X)
-    for start in range(0, n, 7):
-        sl = slice(start, start + 7)
-        L = logX[sl] @ (centres.F / b).T - centres.column_shift(b)
-        loo = centres.loo_columns(np.arange(n)[sl])
-        st = chunk_statistics(centres, L, loo, pairs=True, X=X[sl])
-        for key, got in (
-            ("ratio", res.ratio),
-            ("ess", res.effective_sample_size),
-            ("pairs", res.pair_agreement),
-            ("squared_error", res.squared_error),
-        ):
-            np.testing.assert_allclose(got[sl], st[key], rtol=1e-13, atol=1e-15)
+    ref = _dense(F, y, w, None, b, True)
+    rtol, atol = (1e-5, 1e-9) if single else (1e-12, 1e-15)
+    for key, got in (
+        ("ratio", res.ratio),
+        ("ess", res.effective_sample_size),
+        ("pairs", res.pair_agreement),
+        ("squared_error", res.squared_error),
+    ):
+        np.testing.assert_allclose(got, ref[key], rtol=rtol, atol=atol, err_msg=key)
 
 
 @pytest.mark.parametrize("single", [False, True])
 @pytest.mark.parametrize("weights", ["unit", "fractional with zeros"])
 @pytest.mark.parametrize("b", [1e-4, 0.05, 1.0])
-def test_column_tiles_give_the_whole_row_statistics(single, weights, b, monkeypatch):
+def test_column_tiles_give_the_dense_statistics(single, weights, b, monkeypatch):
     # The smoother streams each row over tiles of columns, rescaling its sums
     # when a later tile holds a larger log-kernel and moving a row's leader
     # into the sums when another entry overtakes it. Tiles of 16 columns
     # (label segments cut across tiles, leaders in every tile) give the
-    # statistics of whole rows: to rounding in float64, to the float32
-    # rounding of the weights otherwise.
+    # statistics of the full kernel table: to rounding in float64, to the
+    # float32 rounding of the weights otherwise.
     from skcalib._backend import smoothing
-    from skcalib._backend.smoothing import DirichletCentres, chunk_statistics
 
     monkeypatch.setattr(smoothing, "TILE_COLUMNS", 16)
     if single:
         monkeypatch.setattr(smoothing, "SINGLE_EXP_COLUMNS", 0)
-    rng = np.random.default_rng(11)
-    n, K = 150, 3
-    F = rng.dirichlet(np.full(K, 0.5), size=n)
-    F[:20] = F[0]
-    F[20:30] = np.eye(K)[rng.integers(0, K, 10)]
-    y = rng.integers(0, K, n)
-    w = np.ones(n)
-    if weights != "unit":
-        w = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.3, 2.5, n))
+    rng, F, y, w = _awkward_problem(11, 150, 3, 20, 10, weights)
+    K = 3
     P = rng.dirichlet(np.ones(K), size=40)
-    centres = DirichletCentres(F, y, w)
-    X = centres.F[centres.position]
-    shift = centres.column_shift(b)
     # Log-kernels reach |log eps| / b; their rounding moves weights by
     # about 1e-16 of that.
     rtol, atol = (1e-5, 1e-9) if single else (1e-13 / min(b, 0.1), 1e-15)
     for loo in (True, False):
-        X_eval = X if loo else smoothing.clip_simplex(P, smoothing.SIMPLEX_EPS)
+        X_eval = None if loo else smoothing.clip_simplex(P, smoothing.SIMPLEX_EPS)
+        ref = _dense(F, y, w, X_eval, b, loo)
         for pairs in (True, False):
             res = dirichlet_nw(
                 F,
@@ -349,31 +356,55 @@ def test_column_tiles_give_the_whole_row_statistics(single, weights, b, monkeypa
                 squared_error=pairs,
                 chunk_size=13,
             )
-            L = np.log(X_eval) @ (centres.F / b).T - shift
-            st = chunk_statistics(
-                centres,
-                L,
-                centres.loo_columns(np.arange(n)) if loo else None,
-                pairs=pairs,
-                X=X_eval if pairs else None,
-            )
             got = {"ratio": res.ratio, "ess": res.effective_sample_size}
             if pairs:
                 got.update(pairs=res.pair_agreement, squared_error=res.squared_error)
             for key, value in got.items():
                 np.testing.assert_allclose(
-                    value, st[key], rtol=rtol, atol=atol, err_msg=key
+                    value, ref[key], rtol=rtol, atol=atol, err_msg=key
                 )
+
+
+@pytest.mark.parametrize("whole_weight", [False, True])
+def test_bandwidth_grid_gives_the_dense_statistics(whole_weight, monkeypatch):
+    # The selectors' bandwidths share each block's bandwidth-free product
+    # log(x_j) . f_i; scaled per bandwidth, it gives the leave-one-out
+    # statistics of the full kernel table at every bandwidth (tiles of 16
+    # columns, ties, rows at a vertex, zero and fractional weights).
+    from _references import dirichlet_smoother_dense
+
+    from skcalib._backend import smoothing
+    from skcalib._backend.smoothing import DirichletCentres, loo_grid_statistics
+
+    monkeypatch.setattr(smoothing, "TILE_COLUMNS", 16)
+    _, F, y, w = _awkward_problem(2, 70, 3, 10, 5, "fractional with zeros")
+    grid = np.array([1e-5, 1e-3, 0.05, 1.0])
+    centres = DirichletCentres(F, y, w)
+    Fc = centres.F[centres.position]
+    stats = loo_grid_statistics(
+        centres, grid, ratio=True, whole_weight=whole_weight, chunk_size=9
+    )
+    for b, st in zip(grid, stats, strict=True):
+        ref = dirichlet_smoother_dense(Fc, y, w, Fc, b, True, whole_weight)
+        for key in ("log_mass", "ratio"):
+            np.testing.assert_allclose(
+                st[key][centres.position],
+                ref[key],
+                rtol=1e-13 / min(b, 0.1),
+                atol=1e-15,
+                err_msg=f"{key} at {b}",
+            )
 
 
 @pytest.mark.parametrize("K", [2, 10, 100])
 @pytest.mark.parametrize("weights", ["unit", "fractional with zeros"])
-def test_unclamped_exponentials_give_the_clamped_statistics(K, weights):
-    # The row bounds let the chunks skip the clamp before exp() when nothing
+def test_unclamped_exponentials_give_the_clamped_statistics(K, weights, monkeypatch):
+    # The row bounds let the tiles skip the clamp before exp() when nothing
     # falls below it; either way the statistics agree to rounding.
+    from skcalib._backend import smoothing
     from skcalib._backend.smoothing import (
         DirichletCentres,
-        chunk_statistics,
+        kernel_statistics,
         row_lower_bounds,
     )
 
@@ -386,17 +417,17 @@ def test_unclamped_exponentials_give_the_clamped_statistics(K, weights):
         w = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.3, 2.5, n))
     centres = DirichletCentres(F, y, w)
     logX = np.log(centres.F)
-    rows = centres.order
+    loo = centres.loo_columns(centres.order)
     for b in (1e-5, 1e-3, 0.05, 1.0):
         shift = centres.column_shift(b)
         L = logX @ (centres.F / b).T - shift
         lower = row_lower_bounds(logX, b, shift)
         finite = np.where(np.isfinite(L), L, np.inf).min(axis=1)
         assert np.all(lower <= finite + 1e-9 * np.abs(finite))
-        loo = centres.loo_columns(rows)
-        kw = dict(loo=loo, X=centres.F)
-        ref = chunk_statistics(centres, L.copy(), **kw)
-        got = chunk_statistics(centres, L.copy(), lower=lower, **kw)
+        got = kernel_statistics(centres, logX, b, loo, X=centres.F)
+        with monkeypatch.context() as m:
+            m.setattr(smoothing, "row_lower_bounds", lambda *args: None)
+            ref = kernel_statistics(centres, logX, b, loo, X=centres.F)
         for key in ref:
             np.testing.assert_allclose(got[key], ref[key], rtol=1e-13, atol=1e-15)
 

@@ -6,8 +6,7 @@
   ``sum_j w_j (v_j(b) - t_j)^2`` with ``v_j = 1 - 2 <R_j, f_j> + ||f_j||^2``
   (``R_j`` the leave-one-out ratio) and ``t_j = ||e_{y_j} - f_j||^2``.
 
-Both are evaluated on a fixed grid. The bandwidth-free part of the kernel,
-``log(F) F^T``, is computed once per chunk and shared by all grid values.
+Both are evaluated on a fixed grid.
 """
 
 from __future__ import annotations
@@ -15,15 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernels import SIMPLEX_EPS
-from .smoothing import (
-    BufferPool,
-    DirichletCentres,
-    chunk_statistics,
-    default_chunk_size,
-    label_squared_error,
-    map_chunks,
-    row_lower_bounds,
-)
+from .smoothing import DirichletCentres, label_squared_error, loo_grid_statistics
 from .user_warning import warn_user
 
 __all__ = ["BANDWIDTH_GRID", "select_dirichlet_bandwidth"]
@@ -92,61 +83,13 @@ def select_dirichlet_bandwidth(
         F, y, weight = F[idx], y[idx], weight[idx]
     centres = DirichletCentres(F, y, weight, eps)
     m = centres.n
-    logX = np.log(centres.F)
-    Fs = centres.F
-    yy = centres.y
-    ws = centres.w
-    total = centres.row_total_weight(centres.order)
-    # In sorted order: t_j = ||e_y - f||^2 and ||f||^2 for the risk criterion.
-    f_sq = np.einsum("ij,ij->i", Fs, Fs)
-    target = label_squared_error(Fs, yy)
-    shifts = [centres.column_shift(b) for b in grid]
-    lowers = [
-        row_lower_bounds(logX, b, shift) for b, shift in zip(grid, shifts, strict=True)
-    ]
-    FsT = np.ascontiguousarray(Fs.T)
-    if chunk_size is None:
-        chunk_size = default_chunk_size(m)
-    pool = BufferPool(min(chunk_size, m), m)
-
-    def work(sl):
-        with pool.take() as buffers:
-            return _chunk_scores(sl, buffers)
-
-    def _chunk_scores(sl, buffers):
-        gram = np.matmul(logX[sl], FsT, out=buffers.get("gram", sl.stop - sl.start))
-        L = buffers.get("L", gram.shape[0])
-        rows = centres.order[sl]  # original indices of these sorted rows
-        loo = centres.loo_columns(rows)
-        w_rows = ws[sl]
-        scores = np.empty(len(grid))
-        for g, b in enumerate(grid):
-            np.multiply(gram, 1.0 / b, out=L)
-            L -= shifts[g]
-            st = chunk_statistics(
-                centres,
-                L,
-                loo,
-                ratio=method == "risk",
-                ess=False,
-                lower=None if lowers[g] is None else lowers[g][sl],
-                buffers=buffers,
-            )
-            if method == "mle":
-                ll = st["log_mass"] - np.log(total[sl])
-                scores[g] = np.dot(w_rows, ll)
-            else:
-                v = 1.0 - 2.0 * np.einsum("ij,ij->i", st["ratio"], Fs[sl]) + f_sq[sl]
-                scores[g] = -np.dot(w_rows, (v - target[sl]) ** 2)
-        return scores
-
     if m < 2:
         # No neighbour to leave in: every bandwidth scores the same, and the
         # tie goes to the smoothest.
         scores = np.zeros(len(grid))
         best = int(np.argmax(grid))
     else:
-        scores = np.sum(map_chunks(work, m, chunk_size, n_jobs), axis=0)
+        scores = _grid_scores(centres, grid, method, chunk_size, n_jobs)
         best = int(np.argmax(np.where(np.isfinite(scores), scores, -np.inf)))
     bandwidth = float(grid[best])
     at_edge = best in (0, len(grid) - 1)
@@ -165,3 +108,22 @@ def select_dirichlet_bandwidth(
         "at_edge": at_edge,
     }
     return bandwidth, info
+
+
+def _grid_scores(centres, grid, method, chunk_size, n_jobs):
+    """Criterion (greater is better) at each bandwidth, rows in sorted order."""
+    stats = loo_grid_statistics(
+        centres, grid, ratio=method == "risk", chunk_size=chunk_size, n_jobs=n_jobs
+    )
+    w = centres.w
+    if method == "mle":
+        log_total = np.log(centres.row_total_weight(centres.order))
+        return np.array([np.dot(w, st["log_mass"] - log_total) for st in stats])
+    F = centres.F
+    f_sq = np.einsum("ij,ij->i", F, F)
+    target = label_squared_error(F, centres.y)
+    scores = []
+    for st in stats:
+        v = 1.0 - 2.0 * np.einsum("ij,ij->i", st["ratio"], F) + f_sq
+        scores.append(-np.dot(w, (v - target) ** 2))
+    return np.array(scores)

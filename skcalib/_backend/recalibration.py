@@ -343,7 +343,7 @@ def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0, pri
     info : dict
         ``grid``, ``scores`` (leave-one-out log-loss per value), ``n_used``.
     """
-    from .smoothing import DirichletCentres, chunk_statistics, default_chunk_size
+    from .smoothing import DirichletCentres, loo_grid_statistics
 
     n = F.shape[0]
     if n > max_samples:
@@ -352,36 +352,23 @@ def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0, pri
         F, y, w = F[keep], y[keep], w[keep]
     centres = DirichletCentres(F, y, w)
     Fs, ys, ws = centres.F, centres.y, centres.w
-    logX = np.log(Fs)
-    shifts = [centres.column_shift(b) for b in grid]
-    total = centres.total_w
-    loss = np.zeros(len(grid))
-    chunk = default_chunk_size(centres.n)
-    n_loo = centres.n if centres.n >= 2 else 0
-    for start in range(0, n_loo, chunk):
-        sl = slice(start, min(start + chunk, centres.n))
-        gram = logX[sl] @ Fs.T
-        loo = centres.loo_columns(centres.order[sl], whole_weight=True)
-        rows = np.arange(gram.shape[0])
-        for g, b in enumerate(grid):
-            L = gram * (1.0 / b)
-            L -= shifts[g]
-            st = chunk_statistics(centres, L, loo)
-            log_mass = st["log_mass"] - np.log(total)
-            R = dirichlet_prior_mix(st["ratio"], log_mass, Fs[sl], b, prior)
+    grid = np.asarray(grid, dtype=np.float64)
+    if centres.n >= 2:
+        stats = loo_grid_statistics(centres, grid, ratio=True, whole_weight=True)
+        rows = np.arange(centres.n)
+        log_total = np.log(centres.total_w)
+        loss = np.empty(len(grid))
+        for g, (b, st) in enumerate(zip(grid, stats, strict=True)):
+            R = dirichlet_prior_mix(
+                st["ratio"], st["log_mass"] - log_total, Fs, b, prior
+            )
             R = finalize_proba(R, eps)
-            loss[g] -= np.dot(ws[sl], np.log(R[rows, ys[sl]]))
-    if not n_loo:
-        # No neighbour to leave in: every bandwidth predicts the prior alone.
-        loss[:] = np.log(centres.K)
+            loss[g] = -np.dot(ws, np.log(R[rows, ys])) / ws.sum()
     else:
-        loss /= ws.sum()
-    best = smoothest_best(loss, np.asarray(grid, dtype=np.float64))
-    info = {
-        "grid": np.asarray(grid, dtype=np.float64),
-        "scores": loss,
-        "n_used": centres.n,
-    }
+        # No neighbour to leave in: every bandwidth predicts the prior alone.
+        loss = np.full(len(grid), np.log(centres.K))
+    best = smoothest_best(loss, grid)
+    info = {"grid": grid, "scores": loss, "n_used": centres.n}
     return float(grid[best]), info
 
 

@@ -2,8 +2,9 @@
 
 Dirichlet-kernel smoother on the probability simplex, used by ECE-KDE
 (leave-one-out, at the training points) and by the multiclass recalibrator
-(at new points). The evaluation streams over chunks of evaluation rows, so
-memory is ``O(chunk_size * n_train)``, never ``n_eval * n_train``.
+(at new points). The evaluation streams blocks of evaluation rows over tiles
+of centres, so memory is ``O(chunk_size * TILE_COLUMNS)``, never
+``n_eval * n_train``.
 
 Weights are frequency weights: a point of weight ``w`` counts as ``w`` copies
 of itself. Leaving a point out therefore leaves ``max(w - 1, 0)`` copies of it
@@ -28,12 +29,6 @@ from .threads import one_blas_thread
 
 __all__ = ["DirichletSmootherResult", "dirichlet_nw", "default_chunk_size"]
 
-# Size of one (chunk, n_train) float64 work array; about three are alive per
-# chunk and per worker. The dozen passes over a chunk (max, exp, sums, class
-# sums) run from the cache when those arrays fit in it: 4 MB chunks took
-# 0.52-0.56x the time of 32 MB ones at n = 5e3 to 5e4 (K = 10), 0.8x at
-# K = 100, on a 32 MB L3 cache.
-_CHUNK_BYTES = 2**22
 _EXP_FLOOR = -700.0
 
 # From this many training points (columns of a chunk) the kernel weights are
@@ -81,9 +76,9 @@ def _row_dots(G):
 _VECDOT = getattr(np, "vecdot", None)
 
 
-def default_chunk_size(n_train, chunk_bytes=_CHUNK_BYTES):
-    """Number of evaluation rows per chunk so that a work array fits ``chunk_bytes``."""
-    return int(max(1, chunk_bytes // (8 * max(int(n_train), 1))))
+def default_chunk_size(n_cols, chunk_bytes=TILE_BYTES):
+    """Evaluation rows per block so that a float64 tile fits ``chunk_bytes``."""
+    return int(max(1, chunk_bytes // (8 * max(int(n_cols), 1))))
 
 
 class ChunkBuffers:
@@ -204,7 +199,6 @@ class DirichletCentres:
             self.n_outputs = self.K
             self.y = y
             self.seg_starts = np.flatnonzero(np.r_[True, y[1:] != y[:-1]])
-            self.seg_classes = y[self.seg_starts]
         else:
             order = np.arange(self.n)
             self.Y = np.asarray(Y, dtype=np.float64)
@@ -229,14 +223,6 @@ class DirichletCentres:
         if key not in self._shift:
             self._shift[key] = dirichlet_log_normalizer(self.F, key) - self.log_w
         return self._shift[key]
-
-    def class_sums(self, G):
-        """Per-output sums ``G @ Y`` of a (rows, n) array of kernel weights."""
-        if not self.labels:
-            return G @ self.Y
-        out = np.zeros((G.shape[0], self.K))
-        out[:, self.seg_classes] = np.add.reduceat(G, self.seg_starts, axis=1)
-        return out
 
     def loo_columns(self, rows, *, whole_weight=False):
         """Column of each evaluation row's own centre, and its reweighting.
@@ -263,193 +249,23 @@ class DirichletCentres:
         return self.total_w - np.minimum(self.w[self.position[rows]], 1.0)
 
 
-def chunk_statistics(
-    centres,
-    L,
-    loo=None,
-    *,
-    ratio=True,
-    ess=True,
-    pairs=False,
-    X=None,
-    lower=None,
-    buffers=None,
-):
-    """Smoother statistics of a chunk of weighted log-kernel rows.
-
-    Parameters
-    ----------
-    centres : DirichletCentres
-    L : ndarray of shape (c, n)
-        ``log(w_i k(x_j; f_i))``; overwritten.
-    loo : tuple or None
-        ``centres.loo_columns(rows)`` for leave-one-out rows, else None.
-    ratio, ess, pairs : bool
-        Compute the ratio ``R``, the effective sample size and the pair
-        agreement (class-label targets only).
-    X : ndarray of shape (c, K) or None
-        Evaluation points of the rows (clipped probability vectors); when
-        given, also the U-statistic ``squared_error`` of ``||R_j - x_j||^2``
-        (class-label targets only).
-    lower : ndarray of shape (c,) or None
-        Lower bounds of the rows of ``L`` (the own column left out); when
-        every row stays within 700 of its maximum (the clamp level), the clamp
-        before ``exp`` is skipped. None always clamps.
-    buffers : ChunkBuffers or None
-        Work arrays to reuse (none of them is returned); None allocates.
-
-    Returns
-    -------
-    dict with ``log_mass`` (``log sum_i v_ji k_ji``) and, as requested,
-    ``ratio``, ``ess``, ``pairs`` and ``squared_error``.
-
-    Notes
-    -----
-    Rows are exponentiated relative to their maximum (a row softmax), which
-    is exact for the ratio and the effective sample size. The pair statistic
-    ``(||A||^2 - Q) / (Z^2 - Q)`` cancels catastrophically when one neighbour
-    dominates (tiny bandwidth, many classes), so for it the row maximum
-    ``m1`` (column ``i*``) is split off and the other columns are
-    exponentiated relative to their own maximum ``m2``: with
-    ``rho = exp(m2 - m1)`` every sum reads ``1 + rho * (...)`` and the
-    statistic tends, as ``rho`` underflows, to the share of the remaining
-    mass that agrees with the nearest neighbour's label instead of ``0 / 0``.
-    The squared-error U-statistic is split the same way: with
-    ``d_i = e_{y_i} - x_j``, ``D = sum_{i != i*} g_i d_i`` and
-    ``Q = sum_{i != i*} c_i g_i^2 ||d_i||^2`` its numerator is
-    ``t ||d_i*||^2 + rho (2 <d_i*, D> + rho (||D||^2 - Q))`` over the pair
-    mass ``t + rho (2 z + rho (z^2 - q))``.
-    """
-    pairs = pairs or X is not None
-    sums = chunk_sums(
-        centres,
-        L,
-        loo,
-        ratio=ratio,
-        ess=ess,
-        pairs=pairs,
-        squares_by_class=X is not None,
-        lower=lower,
-        buffers=buffers,
-    )
-    return finish_statistics(centres, sums, loo, ratio=ratio, ess=ess, pairs=pairs, X=X)
-
-
-def chunk_sums(
-    centres,
-    L,
-    loo=None,
-    *,
-    ratio=True,
-    ess=True,
-    pairs=False,
-    squares_by_class=False,
-    lower=None,
-    buffers=None,
-):
-    """Row sums of the kernel weights of a chunk: the passes over its entries.
-
-    Parameters are those of :func:`chunk_statistics`;
-    ``squares_by_class`` asks for the per-class sums of the squared weights
-    (those of ``X`` in :func:`chunk_statistics`).
-
-    Returns
-    -------
-    dict
-        Per-row arrays for :func:`finish_statistics`, which turns the sums
-        of any number of chunks, concatenated, into the statistics.
-
-    Notes
-    -----
-    The row formulas cost some 60 numpy calls on arrays of a chunk's rows,
-    0.3 to 0.8 ns per kernel entry at 4 MB chunks of 1e5 to 4e4 columns
-    when run per chunk; they run once per call instead.
-    """
-    rows = np.arange(L.shape[0])
-    if loo is not None:
-        cols, log_shift, _ = loo
-        L[rows, cols] += log_shift
-    out = {}
-    if pairs:
-        if not centres.labels:
-            raise ValueError("The pair statistic needs class-label targets.")
-        istar = L.argmax(axis=1)
-        m1 = L[rows, istar]
-        L[rows, istar] = -np.inf
-        m_ref = L.max(axis=1)
-        has_rest = np.isfinite(m_ref)
-        m_ref = np.where(has_rest, m_ref, 0.0)
-        out.update(istar=istar, m_ref=m_ref, has_rest=has_rest)
-    else:
-        m1 = m_ref = L.max(axis=1)
-    out["m1"] = m1
-    if buffers is None:
-        buffers = ChunkBuffers(*L.shape)
-    # exp() takes a slow path for arguments that underflow; weights below
-    # e^-700 (1e-304 of the row maximum) cannot change sums that are >= 1.
-    # The clamp is a pass of its own (0.36 ns per entry against 5.4 for the
-    # exp): skip it when the row bounds show nothing to clamp.
-    single = L.shape[1] >= SINGLE_EXP_COLUMNS
-    floor = _EXP_FLOOR_SINGLE if single else _EXP_FLOOR
-    clamp = (
-        lower is None
-        or not np.all(lower - m_ref >= floor)
-        or (pairs and not np.all(has_rest))
-    )
-    if single:
-        # Subtracting straight into float32 rounds as the subtraction then
-        # the cast would, in one pass; the floor is a float32 number, so
-        # clamping after the cast clamps the same values, on half the bytes.
-        w32 = buffers.get("w32", L.shape[0], np.float32)
-        np.subtract(L, m_ref[:, None], out=w32, casting="same_kind")
-        if clamp:
-            np.maximum(w32, np.float32(floor), out=w32)
-        np.exp(w32, out=w32)
-        L[...] = w32
-    else:
-        L -= m_ref[:, None]
-        if clamp:
-            np.maximum(L, floor, out=L)
-        np.exp(L, out=L)
-    g = L
-    if squares_by_class:
-        # Per-class sums of the squared weights; q is their total, which
-        # saves a pass over the chunk.
-        g2 = np.multiply(g, g, out=buffers.get("g2", g.shape[0]))
-        if not centres.unit_pairs:
-            g2 *= centres.pair_c
-        out["qk"] = centres.class_sums(g2)
-    if ratio or pairs:
-        out["a"] = centres.class_sums(g)
-    if not (centres.labels and (ratio or pairs)):
-        out["z"] = g.sum(axis=1)
-    if (ess or pairs) and not squares_by_class:
-        if centres.unit_pairs:
-            out["q"] = np.einsum("ij,ij->i", g, g)
-        else:
-            out["q"] = np.einsum("ij,ij,j->i", g, g, centres.pair_c)
-    if loo is not None and (ess or pairs):
-        out["g_own"] = g[rows, cols]
-    return out
-
-
 def finish_statistics(centres, sums, loo=None, *, ratio, ess, pairs, X=None):
-    """Smoother statistics from the row sums of :func:`chunk_sums`.
+    """Smoother statistics from the row sums of :func:`tiled_sums`.
 
     Parameters
     ----------
     centres : DirichletCentres
     sums : dict
-        :func:`chunk_sums` of the rows (one chunk, or several concatenated).
+        :func:`tiled_sums` of the rows (one block, or several concatenated).
     loo : tuple or None
         ``centres.loo_columns`` of the same rows, or None.
     ratio, ess, pairs, X
-        As in :func:`chunk_statistics`.
+        As in :func:`kernel_statistics`.
 
     Returns
     -------
     dict
-        As :func:`chunk_statistics`.
+        As :func:`kernel_statistics`.
     """
     pairs = pairs or X is not None
     m1 = sums["m1"]
@@ -515,7 +331,7 @@ def finish_statistics(centres, sums, loo=None, *, ratio, ess, pairs, X=None):
 
 
 def _squared_error_u(a, qk, q, z, rho, t, istar, X, centres):
-    """Pair (i != i') U-statistic of ``||R_j - x_j||^2``; see chunk_statistics."""
+    """Pair (i != i') U-statistic of ``||R_j - x_j||^2``; see kernel_statistics."""
     rows = np.arange(a.shape[0])
     x_sq = np.einsum("ij,ij->i", X, X)
     a_x = np.einsum("ij,ij->i", a, X)
@@ -658,35 +474,17 @@ def _smooth(
     n_jobs,
     X=None,
 ):
-    m = logX.shape[0]
-    shift = centres.column_shift(bandwidth)
-    width = min(centres.n, TILE_COLUMNS)
-    if chunk_size is None:
-        chunk_size = default_chunk_size(width, TILE_BYTES)
-    tiles = KernelTiles(centres, logX, bandwidth, shift, width)
-    lower = row_lower_bounds(logX, bandwidth, shift)
-    pool = BufferPool(min(chunk_size, m), width)
-
     loo = centres.loo_columns(eval_rows) if leave_one_out else None
-
-    def work(sl):
-        with pool.take() as buffers:
-            return tiled_sums(
-                centres,
-                tiles,
-                sl,
-                None if loo is None else tuple(v[sl] for v in loo),
-                ratio=ratio,
-                pairs=pairs or X is not None,
-                squares_by_class=X is not None,
-                lower=None if lower is None else lower[sl],
-                buffers=buffers,
-            )
-
-    parts = map_chunks(work, m, chunk_size, n_jobs)
-    sums = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    stats = finish_statistics(
-        centres, sums, loo, ratio=ratio, ess=True, pairs=pairs, X=X
+    stats = kernel_statistics(
+        centres,
+        logX,
+        bandwidth,
+        loo,
+        ratio=ratio,
+        pairs=pairs,
+        X=X,
+        chunk_size=chunk_size,
+        n_jobs=n_jobs,
     )
     if leave_one_out:
         total = centres.row_total_weight(eval_rows)
@@ -701,6 +499,171 @@ def _smooth(
         pair_agreement=stats.get("pairs") if pairs else None,
         squared_error=stats.get("squared_error"),
     )
+
+
+def kernel_statistics(
+    centres,
+    logX,
+    bandwidth,
+    loo=None,
+    *,
+    ratio=True,
+    ess=True,
+    pairs=False,
+    X=None,
+    chunk_size=None,
+    n_jobs=None,
+):
+    """Smoother statistics of evaluation rows against all the centres.
+
+    Parameters
+    ----------
+    centres : DirichletCentres
+    logX : ndarray of shape (m, K)
+        Logarithms of the evaluation points (clipped probability vectors).
+    bandwidth : float
+    loo : tuple or None
+        ``centres.loo_columns(rows)`` for leave-one-out rows, else None.
+    ratio, ess, pairs : bool
+        Compute the ratio ``R``, the effective sample size and the pair
+        agreement (class-label targets only).
+    X : ndarray of shape (m, K) or None
+        Evaluation points (``exp(logX)``); when given, also the U-statistic
+        ``squared_error`` of ``||R_j - x_j||^2`` (class-label targets only).
+    chunk_size, n_jobs : int or None
+        As in :func:`dirichlet_nw`.
+
+    Returns
+    -------
+    dict with ``log_mass`` (``log sum_i v_ji k_ji``) and, as requested,
+    ``ratio``, ``ess``, ``pairs`` and ``squared_error``.
+
+    Notes
+    -----
+    Rows are exponentiated relative to their maximum (a row softmax), which
+    is exact for the ratio and the effective sample size. The pair statistic
+    ``(||A||^2 - Q) / (Z^2 - Q)`` cancels catastrophically when one neighbour
+    dominates (tiny bandwidth, many classes), so for it the row maximum
+    ``m1`` (column ``i*``) is split off and the other columns are
+    exponentiated relative to their own maximum ``m2``: with
+    ``rho = exp(m2 - m1)`` every sum reads ``1 + rho * (...)`` and the
+    statistic tends, as ``rho`` underflows, to the share of the remaining
+    mass that agrees with the nearest neighbour's label instead of ``0 / 0``.
+    The squared-error U-statistic is split the same way: with
+    ``d_i = e_{y_i} - x_j``, ``D = sum_{i != i*} g_i d_i`` and
+    ``Q = sum_{i != i*} c_i g_i^2 ||d_i||^2`` its numerator is
+    ``t ||d_i*||^2 + rho (2 <d_i*, D> + rho (||D||^2 - Q))`` over the pair
+    mass ``t + rho (2 z + rho (z^2 - q))``.
+    """
+    return _grid_statistics(
+        centres,
+        logX,
+        [bandwidth],
+        loo,
+        ratio=ratio,
+        ess=ess,
+        pairs=pairs or X is not None,
+        X=X,
+        chunk_size=chunk_size,
+        n_jobs=n_jobs,
+    )[0]
+
+
+def loo_grid_statistics(
+    centres, grid, *, ratio, whole_weight=False, chunk_size=None, n_jobs=None
+):
+    """Leave-one-out :func:`kernel_statistics` of every centre at each bandwidth.
+
+    Rows are in the centres' (label-sorted) order.
+
+    Parameters
+    ----------
+    centres : DirichletCentres
+    grid : ndarray of float
+        Bandwidths.
+    ratio : bool
+        Also compute the ratio ``R`` (else ``log_mass`` only).
+    whole_weight : bool
+        As in :meth:`DirichletCentres.loo_columns`.
+    chunk_size, n_jobs : int or None
+        As in :func:`dirichlet_nw`.
+
+    Returns
+    -------
+    list of dict
+        One :func:`kernel_statistics` result per bandwidth.
+    """
+    loo = centres.loo_columns(centres.order, whole_weight=whole_weight)
+    # A tile's product, (rows, K + 2) by (K + 2, columns), is too small to
+    # share among BLAS threads, which spin on the cores the exponentials
+    # need: the serial "risk" selection at 3000 x 10 on a busy machine took
+    # 14.1 s with them, 3.3 s without.
+    with one_blas_thread():
+        return _grid_statistics(
+            centres,
+            np.log(centres.F),
+            grid,
+            loo,
+            ratio=ratio,
+            ess=False,
+            pairs=False,
+            chunk_size=chunk_size,
+            n_jobs=n_jobs,
+        )
+
+
+def _grid_statistics(
+    centres, logX, grid, loo, *, ratio, ess, pairs, chunk_size, n_jobs, X=None
+):
+    """:func:`kernel_statistics` at each bandwidth of ``grid``, in one pass."""
+    m = logX.shape[0]
+    width = min(centres.n, TILE_COLUMNS)
+    shared = len(grid) > 1
+    if chunk_size is None:
+        # A shared product holds whole rows: its bytes bound the block.
+        chunk_size = default_chunk_size(centres.n if shared else width)
+    tiles, lowers = [], []
+    for b in grid:
+        shift = centres.column_shift(b)
+        tiles.append(KernelTiles(centres, logX, b, shift, width))
+        lowers.append(row_lower_bounds(logX, b, shift))
+    pool = BufferPool(min(chunk_size, m), width)
+    # Several bandwidths share the bandwidth-free part of a block's product,
+    # log(x_j) . f_i: scaling it is 0.9 ns per entry (multiply, subtract),
+    # where the product with the shift folded in takes 2.4 ns (its inner
+    # dimension is only K + 2). Alone, the folded product saves a pass.
+    FT = np.ascontiguousarray(centres.F.T) if shared else None
+
+    def work(sl):
+        gram = None if FT is None else logX[sl] @ FT
+        with pool.take() as buffers:
+            return [
+                tiled_sums(
+                    centres,
+                    t,
+                    sl,
+                    None if loo is None else tuple(v[sl] for v in loo),
+                    ratio=ratio,
+                    ess=ess,
+                    pairs=pairs,
+                    squares_by_class=X is not None,
+                    lower=None if lower is None else lower[sl],
+                    buffers=buffers,
+                    gram=gram,
+                )
+                for t, lower in zip(tiles, lowers, strict=True)
+            ]
+
+    parts = map_chunks(work, m, chunk_size, n_jobs)
+    out = []
+    for g in range(len(grid)):
+        sums = {k: np.concatenate([p[g][k] for p in parts]) for k in parts[0][g]}
+        out.append(
+            finish_statistics(
+                centres, sums, loo, ratio=ratio, ess=ess, pairs=pairs, X=X
+            )
+        )
+    return out
 
 
 class KernelTiles:
@@ -721,6 +684,7 @@ class KernelTiles:
     def __init__(self, centres, logX, bandwidth, shift, width):
         n = centres.n
         self.width = width
+        self.inv_b = 1.0 / bandwidth
         self.single = n >= SINGLE_EXP_COLUMNS
         # The column shift rides in the product as one more coordinate (a
         # pass over the tile less); centres of zero weight have an infinite
@@ -766,12 +730,14 @@ def tiled_sums(
     loo=None,
     *,
     ratio=True,
+    ess=True,
     pairs=False,
     squares_by_class=False,
     lower=None,
     buffers=None,
+    gram=None,
 ):
-    """:func:`chunk_sums` of the evaluation rows ``sl``, streamed over column tiles.
+    """Row sums of the kernel weights of the evaluation rows ``sl``, by column tiles.
 
     Parameters
     ----------
@@ -779,33 +745,51 @@ def tiled_sums(
     tiles : KernelTiles
     sl : slice
         Evaluation rows (of ``tiles.logX``).
-    loo, ratio, pairs, squares_by_class, lower, buffers
-        As in :func:`chunk_sums` (``ess`` is always computed).
+    loo : tuple or None
+        ``centres.loo_columns`` of the rows, or None.
+    ratio, ess, pairs
+        As in :func:`kernel_statistics`.
+    squares_by_class : bool
+        Also the per-class sums of the squared weights (for the
+        ``squared_error`` statistic).
+    lower : ndarray of shape (len(sl),) or None
+        :func:`row_lower_bounds` of the rows. ``exp`` takes a slow path for
+        arguments that underflow, so they are clamped at a floor (weights
+        below it cannot change sums >= 1); the clamp is a pass of its own
+        (0.36 ns per entry against 5.4 for the float64 ``exp``), skipped
+        while the bounds show nothing below the floor. None always clamps.
+    buffers : ChunkBuffers or None
+        Work arrays to reuse (none of them is returned); None allocates.
+    gram : ndarray of shape (len(sl), n) or None
+        ``log(X[sl]) @ centres.F.T``, shared by several bandwidths; None
+        forms each tile by a product with the tiles' blocks.
 
     Returns
     -------
     dict
-        As :func:`chunk_sums`.
+        Per-row arrays for :func:`finish_statistics`, which turns the sums
+        of any number of row blocks, concatenated, into the statistics (the
+        row formulas cost some 60 numpy calls: once per call, not per block).
 
     Notes
     -----
     A whole row of log-kernels (800 kB at n = 1e5) does not fit in a core's
-    cache, so each of the dozen passes of :func:`chunk_sums` over a chunk of
-    a few rows went to the shared cache or memory, and the product reread
-    all centres for every few rows. Tiles of many rows by a few thousand
+    cache, so each of the dozen passes over a chunk of a few whole rows went
+    to the shared cache or memory, and the product reread all centres for
+    every few rows. Tiles of many rows by a few thousand
     columns stay in cache between the passes; a row's sums are kept
     relative to a reference within ``_REFERENCE_SLACK`` below the largest
     log-kernel seen so far and rescaled (in float64) when a later tile
     exceeds it by more, as an online softmax does. The product subtracts
     the reference (a column of ``A``), so only rows whose reference moves
     take a pass of their own. The row's leading entry (``m1`` in
-    :func:`chunk_statistics`) is held out of the sums while it leads and
+    :func:`kernel_statistics`) is held out of the sums while it leads and
     added to them, in float64, once another entry overtakes it. Each weight
-    differs from its weight in :func:`chunk_sums` by the rounding of the
-    product, of the rescaling (float64) and of ``exp`` relative to another
-    reference (float32 or float64): 1e-13 relative in float64 at n = 150
-    (ties, zero weights, bandwidths 1e-4 to 1), the float32 rounding
-    otherwise.
+    differs from its weight in a softmax of the whole row by the rounding of
+    the product, of the rescaling (float64) and of ``exp`` relative to
+    another reference (float32 or float64): 1e-13 relative in float64 at
+    n = 150 (ties, zero weights, bandwidths 1e-4 to 1), the float32
+    rounding otherwise.
     """
     base = tiles.logX[sl]
     r, kb = base.shape
@@ -828,11 +812,13 @@ def tiled_sums(
     a = np.zeros((r, centres.n_outputs)) if sums_a else None
     z = None if (labels and sums_a) else np.zeros(r)
     qk = np.zeros((r, centres.K)) if squares_by_class else None
-    q = None if squares_by_class else np.zeros(r)
+    need_q = ess or pairs
+    q = np.zeros(r) if need_q and not squares_by_class else None
     g_own = None
     if loo is not None:
         cols, log_shift, _ = loo
-        g_own = np.zeros(r)
+        if need_q:
+            g_own = np.zeros(r)
         by_tile = np.argsort(cols, kind="stable")
         bounds = np.searchsorted(
             cols[by_tile], np.arange(len(tiles.slices) + 1) * tiles.width
@@ -843,9 +829,16 @@ def tiled_sums(
     all_finite = False
     for k, (csl, B) in enumerate(zip(tiles.slices, tiles.blocks, strict=True)):
         c0, w = csl.start, csl.stop - csl.start
-        T = np.matmul(A, B, out=buffers.get("L", r, cols=w))
-        if not tiles.folded:
+        if gram is None:
+            T = np.matmul(A, B, out=buffers.get("L", r, cols=w))
+            if not tiles.folded:
+                T -= tiles.shift[csl]
+        else:
+            T = np.multiply(gram[:, csl], tiles.inv_b, out=buffers.get("L", r, cols=w))
             T -= tiles.shift[csl]
+            if k:
+                # Before the first tile every reference is 0.
+                T -= m_ref[:, None]
         if loo is not None:
             mine = by_tile[bounds[k] : bounds[k + 1]]
             own_cols = cols[mine] - c0
@@ -922,7 +915,7 @@ def tiled_sums(
         clamp = clamp or not np.all(lower - m_ref >= floor)
         # Rows with no finite entry yet get floor-level weights, which the
         # first finite reference clears (scale 0); a row that never gets one
-        # keeps them, as chunk_sums does.
+        # keeps them (its statistics are NaN).
         all_finite = all_finite or bool(np.all(np.isfinite(ref)))
         clamp_tile = clamp or not all_finite
         if single:
@@ -979,7 +972,7 @@ def tiled_sums(
     else:
         out["m1"] = ref
         if not np.all(finite):
-            # No kernel mass at all: undefined, as in chunk_sums.
+            # No kernel mass at all: undefined.
             for v in (a, z, q, g_own):
                 if v is not None:
                     v[~finite] = np.nan
