@@ -39,7 +39,7 @@ def test_fit_matches_a_generic_optimiser_of_the_same_objective():
     w = rng.uniform(0.5, 2.0, size=y.shape[0])
     K, beta = _A.shape[0], 0.9
     rows = np.arange(y.shape[0])
-    sd_off, sd_diag = logit_scaling.MATRIX_PRIOR_SD
+    sd_off, sd_diag = logit_scaling.matrix_prior_sd(K)
     off = ~np.eye(K, dtype=bool)
     C = L - L.mean(axis=1, keepdims=True)
 
@@ -100,7 +100,10 @@ def test_auto_costs_little_where_temperature_scaling_is_the_truth():
     # A model off by one temperature only: whatever the matrix base's extra
     # freedom wins in the selection, its exact excess log-loss on new data
     # stays far below the d / (2 n) nats (d = 16 coefficients, n = 300 rows)
-    # of an unpenalised matrix fit.
+    # of an unpenalised matrix fit: 2.8e-3 nats, 1 / 9.7 of it, at the
+    # prior of matrix_prior_sd (2.4e-3 at the tighter fixed prior it
+    # replaced, which was 10x an unpenalised fit's where 1000 rows show a
+    # confusion of the classes: test_auto_reaches_a_confusion_...).
     K, n = 4, 300
     excess = []
     for seed in range(3):
@@ -109,7 +112,7 @@ def test_auto_costs_little_where_temperature_scaling_is_the_truth():
         L_test, _, truth = _problem(20000, rng, 0.7 * np.eye(K))
         model = KernelRecalibrator().fit(np.exp(L), y)
         excess.append(_excess_log_loss(model, L_test, truth))
-    assert np.mean(excess) < 0.1 * K * K / (2 * n), excess
+    assert np.mean(excess) < K * K / (2 * n) / 8, excess
 
 
 def test_matrix_base_needs_more_than_two_classes():
@@ -117,3 +120,31 @@ def test_matrix_base_needs_more_than_two_classes():
     y = np.arange(20) % 2
     with pytest.raises(ValueError, match="base='matrix'.*beta"):
         KernelRecalibrator(base="matrix").fit(P, y)
+
+
+@pytest.mark.slow
+def test_auto_reaches_a_confusion_the_data_clearly_show():
+    # Three classes, each confused with the next, and 1000 rows: the data
+    # pin the confusion down, and the default map must come close to an
+    # unpenalised matrix fit (a generic optimiser here) rather than stay
+    # held to the temperature by its prior.
+    A = 0.8 * np.eye(3) + 0.25 * np.roll(np.eye(3), 1, axis=1)
+    ours, free = [], []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        L, y, _ = _problem(1000, rng, A)
+        L_test, _, truth = _problem(20000, rng, A)
+        rows = np.arange(y.shape[0])
+        C = L - L.mean(axis=1, keepdims=True)
+
+        def nll(t, C=C, y=y, rows=rows):
+            M = C @ t.reshape(3, 3).T
+            return np.mean(np.logaddexp.reduce(M, axis=1) - M[rows, y])
+
+        t = minimize(nll, np.eye(3).ravel(), method="BFGS").x.reshape(3, 3)
+        C_test = L_test - L_test.mean(axis=1, keepdims=True)
+        Q = softmax(C_test @ t.T, axis=1)
+        free.append(np.mean(np.sum(truth * (np.log(truth) - np.log(Q)), axis=1)))
+        model = KernelRecalibrator().fit(np.exp(L), y)
+        ours.append(_excess_log_loss(model, L_test, truth))
+    assert np.mean(ours) < 1.5 * np.mean(free), (ours, free)
