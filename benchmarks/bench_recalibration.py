@@ -106,6 +106,20 @@ def datasets(full):
         ),
     )
     yield "moons", *make_moons(big, noise=0.35, random_state=0)
+    # Three classes with calibration sets of 200 and 1000 rows: wine and iris
+    # stop at 50, so a rule for three classes and many rows is checked here.
+    yield (
+        "synth_3c",
+        *make_classification(
+            big,
+            n_features=20,
+            n_informative=6,
+            n_classes=3,
+            n_clusters_per_class=1,
+            flip_y=0.03,
+            random_state=0,
+        ),
+    )
     yield (
         "synth_10c",
         *make_classification(
