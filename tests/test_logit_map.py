@@ -1241,7 +1241,8 @@ def test_sigmoid_base_weighs_less_on_continuous_scores(monkeypatch):
         return np.mean(np.sum(P_test * np.log(P_test / np.clip(Q, 1e-12, 1)), axis=1))
 
     out = {}
-    for odds in (1.0, logit_multiclass.MULTICLASS_SIGMOID_PRIOR_ODDS):
+    low = logit_multiclass.MULTICLASS_SIGMOID_PRIOR_ODDS
+    for odds in (1.0, low):
         monkeypatch.setattr(logit_multiclass, "MULTICLASS_SIGMOID_PRIOR_ODDS", odds)
         weights, losses = [], []
         for seed in range(20):
@@ -1259,8 +1260,9 @@ def test_sigmoid_base_weighs_less_on_continuous_scores(monkeypatch):
     Q = KernelRecalibrator().fit(P, y).transform(P_test)
     monkeypatch.setattr(logit_multiclass, "MULTICLASS_SIGMOID_PRIOR_ODDS", 1.0)
     np.testing.assert_array_equal(KernelRecalibrator().fit(P, y).transform(P_test), Q)
-    # Odds 0.3 would have moved this map (its sigmoid base has weight 0.26).
-    monkeypatch.setattr(logit_multiclass, "MULTICLASS_SIGMOID_PRIOR_ODDS", 0.3)
+    # The lower odds would have moved this map (its sigmoid base has weight
+    # 0.26), so the identity above says the rule kept them off it.
+    monkeypatch.setattr(logit_multiclass, "MULTICLASS_SIGMOID_PRIOR_ODDS", low)
     monkeypatch.setattr(logit_multiclass, "CONTINUOUS_SCORE_SHARE", 0.0)
     moved = KernelRecalibrator().fit(P, y).transform(P_test)
     assert np.abs(moved - Q).max() > 1e-3

@@ -377,9 +377,9 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
     ``MULTICLASS_SIGMOID_PRIOR_ODDS`` times on continuous scores). The
     temperature is fitted on the same subset. When a corrected map (finite
     bandwidth) was selected, its ``sharpness`` is fitted on the same subset
-    too, to the map's
-    out-of-fold output; a single candidate is fitted once, without
-    cross-validation (and so with integer weights equal to repeated rows).
+    too, to the map's out-of-fold output; a single candidate is fitted once,
+    without cross-validation (and so with integer weights equal to repeated
+    rows).
 
     Returns
     -------
