@@ -2,10 +2,13 @@
 
 Protocol: each dataset is split once per seed into train, calibration pool and
 test parts (stratified); every base model is fitted on the train part and
-frozen. For each calibration size ``n`` a stratified subsample of ``n`` rows
-of the pool is drawn, every calibrator is fitted on the model's scores of
-those rows and scored by the log-loss on the whole test part. A *setting* is
-(dataset, model, n); its number is the mean over the seeds.
+frozen. For each calibration size ``n`` stratified subsamples of ``n`` rows
+of the pool are drawn (``MIN_REPEATS`` over all seeds at least), every
+calibrator is fitted on the model's scores of those rows and scored by the
+log-loss on the whole test part. A *setting* is (dataset, model, n); its
+number is the mean over its calibration sets, and a setting beyond the
+target is printed with the standard error of its gap (the sets taken as
+independent, though those of one seed share its test part).
 
 Peers: scikit-learn's sigmoid and isotonic (``CalibratedClassifierCV`` on a
 frozen model, one-vs-rest for multiclass), temperature scaling (a reference
@@ -87,6 +90,12 @@ TRUTH_SEEDS = 40
 # Test rows over all seeds of a dataset at least (see run_real); the seeds
 # of the two sets stay disjoint below 1000 seeds.
 MIN_TEST_ROWS = 1000
+# Calibration sets per setting at least: a dataset with few seeds draws
+# several calibration sets from each seed's pool. On 50 rows the draw moves
+# a setting's mean more than the test rows do: with one draw on each of 2
+# seeds, digits/KNN/100 was 44 % better than probmetrics on the tuning seeds
+# and 7 % worse on the report seeds.
+MIN_REPEATS = 10
 
 # ---------------------------------------------------------------------------
 # Datasets and models
@@ -308,8 +317,16 @@ def _subsample(y, n, rng):
     return idx
 
 
+def _draws(y_pool, ns, draws, rng):
+    """``(n, rows)`` of ``draws`` calibration sets of each size (one when
+    ``n`` takes the whole pool)."""
+    for n in ns:
+        for _ in range(draws if n < y_pool.shape[0] else 1):
+            yield n, _subsample(y_pool, n, rng)
+
+
 def run_real(full, seed0, n_seeds, cals, log, only_data=None, only_models=None):
-    results = {}  # (dataset, model, n) -> {calibrator: [loss per seed]}
+    results = {}  # (dataset, model, n) -> {calibrator: [loss per set]}
     times = {}  # (calibrator, band) -> [fit seconds]
     for dname, X, y in datasets(full):
         if only_data and dname not in only_data:
@@ -318,7 +335,9 @@ def run_real(full, seed0, n_seeds, cals, log, only_data=None, only_models=None):
         n = y.shape[0]
         n_train = min(n // 3, 5000)
         n_test = min(n // 3, 10_000)
-        for s in range(max(n_seeds, -(-MIN_TEST_ROWS // n_test))):
+        seeds = max(n_seeds, -(-MIN_TEST_ROWS // n_test))
+        draws = -(-MIN_REPEATS // seeds)
+        for s in range(seeds):
             seed = seed0 + s
             rs = np.random.RandomState(seed)
             idx = rs.permutation(n)
@@ -329,15 +348,14 @@ def run_real(full, seed0, n_seeds, cals, log, only_data=None, only_models=None):
                 if only_models and mname not in only_models:
                     # The same draws as a full run, so that the settings
                     # run are those of the full table.
-                    for m in sizes(pool.shape[0], full):
-                        _subsample(y[pool], m, rs)
+                    for _ in _draws(y[pool], sizes(pool.shape[0], full), draws, rs):
+                        pass
                     continue
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     model.fit(X[tr], y[tr])
                 P_pool, P_te = model_scores(model, X[pool]), model_scores(model, X[te])
-                for m in sizes(pool.shape[0], full):
-                    sub = _subsample(y[pool], m, rs)
+                for m, sub in _draws(y[pool], sizes(pool.shape[0], full), draws, rs):
                     yc = y[pool][sub]
                     if np.unique(yc).shape[0] < np.unique(y).shape[0]:
                         continue
@@ -404,13 +422,21 @@ def print_real(results, times, title):
     target = {"n<=200": 0.02, "n>200": 0.01}
     bad = []
     for k, r in means.items():
-        ref = min(v for c, v in r.items() if c != "ours")
+        ref, c = min((v, c) for c, v in r.items() if c != "ours")
         gap = (r["ours"] - ref) / ref
         if gap > target[_band(k[2])]:
-            bad.append((gap, k, min((v, c) for c, v in r.items() if c != "ours")[1]))
-    print(f"\nsettings beyond the target (+2 % for n <= 200, +1 % above): {len(bad)}")
-    for gap, k, c in sorted(bad, reverse=True)[:15]:
-        print(f"  {'/'.join(map(str, k)):28s} +{100 * gap:.2f} % vs {c}")
+            se = _ratio_se(results[k]["ours"], results[k][c])
+            bad.append((gap, k, c, se, len(results[k]["ours"])))
+    clear = sum(gap - 2 * se > target[_band(k[2])] for gap, k, _, se, _ in bad)
+    print(
+        f"\nsettings beyond the target (+2 % for n <= 200, +1 % above): {len(bad)}"
+        f", by more than 2 standard errors: {clear}"
+    )
+    for gap, k, c, se, reps in sorted(bad, reverse=True)[:15]:
+        print(
+            f"  {'/'.join(map(str, k)):28s} +{100 * gap:.2f} % (se {100 * se:.2f},"
+            f" {reps} sets) vs {c}"
+        )
     print("\nmean fit time (s)")
     for band in ("n<=200", "n>200"):
         row = "  ".join(
