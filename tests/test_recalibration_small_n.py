@@ -73,14 +73,14 @@ def test_saturated_overconfident_network_at_small_n():
     assert np.mean(ours) <= 1.25 * np.mean(ref)
 
 
-def test_output_is_mixed_one_over_n_plus_one_towards_uniform():
+def test_output_is_mixed_half_a_pseudo_observation_towards_uniform():
     rng = np.random.default_rng(3)
     for n, K in ((40, 2), (300, 2), (80, 4)):
         P = rng.dirichlet(np.full(K, 0.3), n)
         y = rng.integers(0, K, n)
         y[:K] = np.arange(K)
         rc = KernelRecalibrator().fit(P, y)
-        lam = 1.0 / (n + 1.0)
+        lam = 0.5 / (n + 0.5)
         assert rc.shrinkage_ == pytest.approx(lam)
         # The chosen map, refitted without and with the mixture.
         raw = KernelRecalibrator(
@@ -96,7 +96,7 @@ def test_output_is_mixed_one_over_n_plus_one_towards_uniform():
     y = np.r_[0, 1, rng.integers(0, 2, 28)]
     w = rng.integers(1, 4, 30)
     a = KernelRecalibrator(bandwidth=np.inf, base="platt").fit(P, y, sample_weight=w)
-    assert a.shrinkage_ == pytest.approx(1.0 / (w.sum() + 1.0))
+    assert a.shrinkage_ == pytest.approx(0.5 / (w.sum() + 0.5))
 
 
 def test_step_map_is_weighed_not_chosen_on_few_rows():
@@ -326,7 +326,7 @@ def _separable_atoms(m=600, K=3, k=15):
 def _map_temperature(P_cal, y, sd, beta=None):
     """Reference: ``softmax(beta log P)``, ``beta`` maximising the likelihood
     with the half-normal penalty ``max(log beta, 0)^2 / (2 sd^2)``, mixed
-    ``1 / (n + 1)`` towards uniform; zeros raised to a quarter of the column's
+    ``1 / (2 n + 1)`` towards uniform; zeros raised to a quarter of the column's
     smallest positive score, in columns with a zero. ``beta``, if given, is
     used instead of the fitted one."""
     pos = np.where(P_cal > 0, P_cal, np.inf).min(axis=0)
@@ -346,7 +346,7 @@ def _map_temperature(P_cal, y, sd, beta=None):
         options={"xatol": 1e-10},
     ).x
     beta = np.exp(t) if beta is None else beta
-    lam = 1.0 / (y.shape[0] + 1.0)
+    lam = 0.5 / (y.shape[0] + 0.5)
     return (
         beta,
         lambda P: (1 - lam) * softmax(beta * logp(P), axis=1) + (lam / P.shape[1]),

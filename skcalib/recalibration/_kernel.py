@@ -160,13 +160,14 @@ default="auto"
         shrinks towards the parametric map where data are few.
     shrinkage : "auto" or float in [0, 1], default="auto"
         Weight of the uniform distribution mixed into the output,
-        ``(1 - lambda) q + lambda / K``. ``"auto"`` is ``1 / (n + 1)`` with
-        ``n`` the total sample weight (weights count as observations, as
-        for ``pseudo_count``): the map is never more than ``n + 1`` to 1 sure against a
-        class, so that one confident mistake on new data cannot dominate the
-        log-loss of a map fitted on few rows; the mixture vanishes as ``n``
-        grows. The candidates of the logit map are compared with the same
-        mixture. ``0`` turns it off.
+        ``(1 - lambda) q + lambda / K``. ``"auto"`` is ``1 / (2 n + 1)``
+        (half a pseudo-observation among ``n``) with ``n`` the total sample
+        weight (weights count as observations, as for ``pseudo_count``): the
+        map never gives a class less than ``lambda / K``, so that one
+        confident mistake on new data cannot dominate the log-loss of a map
+        fitted on few rows; the mixture vanishes as ``n`` grows. The
+        candidates of the logit map are compared with the same mixture.
+        ``0`` turns it off.
     eps : float, default=1e-7
         Output probabilities are clipped to ``[eps, 1 - eps]`` (and rows then
         renormalised), so that the log-loss of a recalibrated model is finite.
