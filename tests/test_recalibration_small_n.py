@@ -99,6 +99,23 @@ def test_output_is_mixed_half_a_pseudo_observation_towards_uniform():
     assert a.shrinkage_ == pytest.approx(0.5 / (w.sum() + 0.5))
 
 
+def test_given_shrinkage_changes_the_output_not_the_choice():
+    # The candidates are compared under the "auto" mixture whatever
+    # shrinkage is given, as its docstring says.
+    rng = np.random.default_rng(4)
+    for K in (2, 3):
+        P = rng.dirichlet(np.ones(K), 150)
+        y = (P.cumsum(axis=1) < rng.random(150)[:, None]).sum(axis=1)
+        fits = [KernelRecalibrator(shrinkage=s).fit(P, y) for s in ("auto", 0, 0.3)]
+        for rc in fits[1:]:
+            assert rc.bandwidth_scores_ == fits[0].bandwidth_scores_
+            assert rc.base_ == fits[0].base_
+        Q0 = fits[1].transform(P)
+        np.testing.assert_allclose(
+            fits[2].transform(P), 0.7 * Q0 + 0.3 / K, rtol=1e-9, atol=1e-12
+        )
+
+
 def test_step_map_is_weighed_not_chosen_on_few_rows():
     # On 50 rows a few lucky folds made the step map look best (wine/SVC,
     # iris/SVC). The multiclass choice does not consider it there; the

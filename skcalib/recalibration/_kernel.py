@@ -165,9 +165,10 @@ default="auto"
         weight (weights count as observations, as for ``pseudo_count``): the
         map never gives a class less than ``lambda / K``, so that one
         confident mistake on new data cannot dominate the log-loss of a map
-        fitted on few rows; the mixture vanishes as ``n`` grows. The
-        candidates of the logit map are compared with the same mixture.
-        ``0`` turns it off.
+        fitted on few rows; the mixture vanishes as ``n`` grows. ``0``
+        turns it off. The logit map compares its candidates under the
+        ``"auto"`` mixture of its training folds whatever this value is, so
+        that a given value changes the output, not the map chosen.
     eps : float, default=1e-7
         Output probabilities are clipped to ``[eps, 1 - eps]`` (and rows then
         renormalised), so that the log-loss of a recalibrated model is finite.
