@@ -1199,9 +1199,9 @@ def test_multiclass_mixture_is_the_weighted_mixture_of_its_bases():
     # most samples (measured: mixture 0.66 of its excess log-loss). On a
     # temperature-shaped one, here on the discrete vote shares of 15
     # neighbours (exact zeros, ties), the mixture pays for the weight it
-    # leaves on the other bases (measured 1.29 times the hard choice's
-    # excess at prior odds 3 on temperature scaling, 1.16 at odds 10; 1.38
-    # and 1.22 on continuous scores).
+    # leaves on the other bases (measured 1.16 times the hard choice's
+    # excess at the prior odds 10 on temperature scaling, 1.29 at odds 3;
+    # 1.22 and 1.38 on continuous scores).
     [(_sigmoid_truth, None, 0.85), (_temperature_truth, 15, 1.35)],
 )
 def test_multiclass_mixture_against_the_hard_choice(truth, votes, bound, monkeypatch):

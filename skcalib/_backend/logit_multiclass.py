@@ -20,6 +20,7 @@ from .logit_scaling import (
 )
 from .logit_scores import class_log_odds, log_probabilities
 from .logit_selection import (
+    BASE_PRIOR_ODDS,
     MIN_BASE_WEIGHT,
     N_FOLDS,
     _candidates,
@@ -53,7 +54,7 @@ MULTICLASS_BASES = ("temperature", "sigmoid", "matrix")
 
 # Without a correction (bandwidth inf), the multiclass map mixes its bases'
 # probabilities, weighted by their held-out losses (base_weights, with
-# MULTICLASS_BASE_PRIOR_ODDS on temperature scaling), instead
+# BASE_PRIOR_ODDS on temperature scaling), instead
 # of keeping the choice of _matrix_challenge. The one-vs-rest sigmoid base
 # is often the best of the three on k-nearest-neighbour, SVC and forest
 # scores of 50 to 200 rows, yet rarely clears the margin against
@@ -69,18 +70,6 @@ MULTICLASS_BASES = ("temperature", "sigmoid", "matrix")
 # one temperature 1.22 (the weight it leaves on the others; 1.53 with
 # equal prior odds); a matrix truth 1.11. False: the choice alone.
 AVERAGE_BASES = True
-
-
-# Prior odds of temperature scaling against each other base in that
-# mixture. Chosen on the tuning seeds (settings beyond the target, median
-# and worst gap to the best peer for n <= 200): odds 1: 9, -3.89 %,
-# +8.60 %; 3: 9, -4.11 %, +9.23 %; 10 (the binary map's BASE_PRIOR_ODDS):
-# 11, -3.32 %, +9.73 %; 30: 12, -1.19 %, +9.93 %. Report seeds: 3: 8,
-# -1.50 %, +7.71 %; 10: 9, -1.04 %, +9.28 %; 30: 9, -0.43 %, +10.80 %. The
-# price where one temperature is right (the known truths above): odds 1
-# 1.53, 3 1.38, 10 1.22; on a sigmoid-shaped truth 0.66 at 3, 0.67 at 10.
-# Odds 3 over 1: the same count on the tuning seeds at a smaller price.
-MULTICLASS_BASE_PRIOR_ODDS = 3.0
 
 
 # Prior odds of the one-vs-rest sigmoid base (against 1 for the matrix
@@ -108,7 +97,7 @@ def _base_prior_odds(bases, L):
     log-probabilities ``L`` (see ``MULTICLASS_SIGMOID_PRIOR_ODDS``)."""
     top = L.max(axis=1)
     continuous = np.unique(top).shape[0] >= CONTINUOUS_SCORE_SHARE * top.shape[0]
-    odds = {"temperature": MULTICLASS_BASE_PRIOR_ODDS}
+    odds = {"temperature": BASE_PRIOR_ODDS}
     if continuous:
         odds["sigmoid"] = MULTICLASS_SIGMOID_PRIOR_ODDS
     return [odds.get(b, 1.0) for b in bases]
@@ -372,7 +361,7 @@ def fit_multiclass_logit_map(L, y_idx, w, *, prior, eps, bandwidth="auto", base=
     every class. Without ``AVERAGE_BASES``, or where a correction was
     chosen, the chosen base is fitted; else the bases are mixed
     (:class:`MulticlassMixture`, weights from :func:`base_weights` of their
-    held-out losses, temperature scaling ``MULTICLASS_BASE_PRIOR_ODDS`` times
+    held-out losses, temperature scaling ``BASE_PRIOR_ODDS`` times
     as likely a priori as the matrix base, the sigmoid base
     ``MULTICLASS_SIGMOID_PRIOR_ODDS`` times on continuous scores). The
     temperature is fitted on the same subset. When a corrected map (finite
