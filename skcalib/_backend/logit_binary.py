@@ -27,7 +27,6 @@ from .logit_nodes import bin_to_nodes, make_nodes
 from .logit_selection import (
     BASE_PRIOR_ODDS,
     MIN_BASE_WEIGHT,
-    MIN_NARROW_MARGIN_ROWS,
     N_FOLDS,
     SE_MULTIPLIER,
     _candidates,
@@ -63,7 +62,8 @@ from .threads import one_blas_thread
 # temperature scaling) the mixture costs +25 % of the hard choice's excess
 # log-loss at 30 rows, +15 % at 100 (some weight on intercepts the data
 # cannot pin); on four atoms it gains 13 % and 36 %. From 500 rows, against
-# the hard choice among four bases (with beta; SIGMOID_PRIOR_ODDS), on the
+# the hard choice among four bases (with beta; the sigmoid base then at
+# prior odds 0.1, see below), on the
 # tuning seeds: known truths at n = 1000 and 5000 (12 samples), ratio to the
 # best peer beta/1000 2.04 -> 1.46, u2/1000 1.37 -> 1.04, u2/5000 1.96 ->
 # 1.18, overconfident/1000 1.03 -> 1.35, platt/1000 0.75 -> 0.94 (the
@@ -76,16 +76,19 @@ from .threads import one_blas_thread
 AVERAGE_BASES = True
 
 
-# Prior odds of the sigmoid base (against 1 for Platt and beta) in the
-# mixture from MIN_NARROW_MARGIN_ROWS rows. Its map of the raw score is
-# rarely the shape of the truth where the log-odds one is, yet its held-out
-# score is within noise of theirs often enough that pseudo-BMA+ gave it 10
-# to 25 % of the weight on Platt-shaped and overconfident truths at 1000
-# rows, where it alone had 3 to 10 times their excess log-loss (the hard
-# choice keeps it last). Same measures as above, odds 1: beta/1000 1.92,
-# overconfident/1000 1.59, platt/1000 1.08, real data median -0.15 %, worst
-# +0.54 %; 0.3: 1.64, 1.41, 0.99; 0.1: as above.
-SIGMOID_PRIOR_ODDS = 0.1
+# The sigmoid base has the prior odds of Platt's and beta's at every size.
+# From 500 rows it had odds 0.1: its map of the raw score is rarely the
+# truth's shape where a log-odds map is, yet pseudo-BMA+ gave it 10 to 25 %
+# of the weight on Platt-shaped and temperature-shaped truths at 1000 rows.
+# But where it is the shape (calibrated scores whose labels were flipped,
+# P(y | s) = 1/4 + s/2), odds 0.1 left temperature scaling and the beta base
+# most of the weight: 2.04 times sklearn's sigmoid excess log-loss at 1000
+# rows. Tuning seeds, 40 samples, 1000 rows, odds 0.1 / 0.3 / 1: flipped
+# labels 2.04 / 1.78 / 1.54, temperature-shaped 1.51 / 1.54 / 1.63, beta
+# 1.26 / 1.31 / 1.39, u2 1.06 / 1.09 / 1.15, Platt 0.86 / 0.90 / 0.98
+# (5000 rows: within 0.06, flipped 1.08 -> 1.02); binary real data at 1000
+# rows, against the best peer, odds 0.1 / 1: win/tie/loss 3/9/2 / 3/11/0,
+# median -0.00 / -0.03 %, worst +0.53 / +0.24 % (synth_bin/RF).
 
 
 # Prior odds of the smooth correction against the step map (bandwidth
@@ -344,9 +347,7 @@ def _average_then_correct(bases, hs, cross_validate, weights, n_eff, base_fits):
 
     The mixture's weights come from the bases' held-out losses
     (:func:`base_weights`, temperature scaling ``BASE_PRIOR_ODDS`` times as
-    likely a priori as each other base, the sigmoid base
-    ``SIGMOID_PRIOR_ODDS`` times from ``MIN_NARROW_MARGIN_ROWS`` rows); its
-    held-out log-odds in every
+    likely a priori as each other base); its held-out log-odds in every
     fold mix the fold's bases, and its bandwidth is chosen by
     :func:`standard_error_choice` with ``SE_MULTIPLIER``. Returns the
     bandwidth, ``{(base, h): mean loss}`` (the mixture as ``MIXTURE``) and
@@ -356,8 +357,6 @@ def _average_then_correct(bases, hs, cross_validate, weights, n_eff, base_fits):
     for bs in bases:
         losses[(bs, hs[0])] = cross_validate(bs, hs[0], None)[1]
     prior = np.array([BASE_PRIOR_ODDS if b == "temperature" else 1.0 for b in bases])
-    if n_eff >= MIN_NARROW_MARGIN_ROWS:
-        prior[np.array(bases) == "sigmoid"] = SIGMOID_PRIOR_ODDS
     pi = base_weights(
         [losses[(bs, hs[0])] for bs in bases], weights, n_eff, prior_odds=prior
     )
