@@ -573,6 +573,8 @@ MULTICLASS_TRUTHS = {
     "overconfident": lambda P: softmax(0.6 * np.log(P), axis=1),
     "underconfident": lambda P: softmax(1.5 * np.log(P), axis=1),
     "confusion": lambda P: softmax(np.log(P) @ CONFUSION.T, axis=1),
+    # Labels replaced by a uniformly drawn class 30 % of the time.
+    "flipped": lambda P: 0.7 * P + 0.1,
 }
 
 
@@ -586,10 +588,10 @@ def _three_class_scores(rng, n):
 
 def run_known_truth_multiclass(full, seed0, n_seeds, cals):
     """Three classes: the scores' own probabilities are the truth, or a
-    temperature, or a confusion of the classes away from it. The excess
-    log-loss is exact over the labels and averaged over 2**14 score rows
-    drawn once (not from the calibration seeds), the same for every
-    calibrator."""
+    temperature, or a confusion of the classes away from it, or label
+    noise. The excess log-loss is exact over the labels and averaged over
+    2**14 score rows drawn once (not from the calibration seeds), the same
+    for every calibrator."""
     G = _three_class_scores(np.random.default_rng(2**31 - 1), 2**14)
     ns = (50, 200, 1000, 5000) if full else (50, 200, 1000)
     multi = {c: f for c, f in cals.items() if c not in ("betacal", "venn-abers")}
