@@ -62,15 +62,14 @@ from .threads import one_blas_thread
 # temperature scaling) the mixture costs +25 % of the hard choice's excess
 # log-loss at 30 rows, +15 % at 100 (some weight on intercepts the data
 # cannot pin); on four atoms it gains 13 % and 36 %. From 500 rows, against
-# the hard choice among four bases (with beta; the sigmoid base then at
-# prior odds 0.1, see below), on the
-# tuning seeds: known truths at n = 1000 and 5000 (12 samples), ratio to the
-# best peer beta/1000 2.04 -> 1.46, u2/1000 1.37 -> 1.04, u2/5000 1.96 ->
-# 1.18, overconfident/1000 1.03 -> 1.35, platt/1000 0.75 -> 0.94 (the
-# others within 0.05; the jump 3.4 -> 3.1 at 1000); binary real data above
-# 200 rows: win/tie/loss against the best peer 3/8/3 -> 5/8/1, median gap
-# +0.01 % -> -0.06 %, worst +1.16 % -> +0.78 % (synth_bin/RF/1000). A
-# hard choice that misses a better base by less than its margin loses the
+# the hard choice among four bases (with beta; the sigmoid base then at prior
+# odds 0.1, see below), on the tuning seeds: known truths at n = 1000 and 5000
+# (12 samples), ratio to the best peer beta/1000 2.04 -> 1.46, u2/1000 1.37 ->
+# 1.04, u2/5000 1.96 -> 1.18, overconfident/1000 1.03 -> 1.35, platt/1000 0.75
+# -> 0.94 (the others within 0.05; the jump 3.4 -> 3.1 at 1000); binary real
+# data above 200 rows: win/tie/loss against the best peer 3/8/3 -> 5/8/1,
+# median gap +0.01 % -> -0.06 %, worst +1.16 % -> +0.78 % (synth_bin/RF/1000).
+# A hard choice that misses a better base by less than its margin loses the
 # whole difference; the mixture loses a share of it. False: the hard choice
 # (_two_stage_choice).
 AVERAGE_BASES = True
