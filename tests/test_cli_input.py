@@ -731,3 +731,32 @@ def test_reservoir_is_a_uniform_subsample():
     # Row positions spread over the file: each tenth holds about a tenth.
     counts = np.bincount(rows * 10 // n, minlength=10)
     assert counts.min() > 60 and counts.max() < 140
+
+
+@pytest.mark.parametrize("score", [0.0, 0.3])
+def test_one_score_for_every_row_writes_strict_json(tmp_path, score):
+    # A model that predicts one probability leaves the calibration slope
+    # undefined (NaN), and a score of exactly 0 for a positive makes the
+    # log-loss and the tests' statistics infinite: JSON has neither, and
+    # writing the report failed with a traceback.
+    y = np.r_[np.ones(60), np.zeros(140)].astype(int)
+    f = tmp_path / "one_score.csv"
+    f.write_text(csv_text(y, np.full(200, score)))
+    out = tmp_path / "o"
+    result = run_cli("report", f, "--out", out, *FAST)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+
+    def no_constant(name):
+        raise AssertionError(f"report.json holds {name}")
+
+    report = json.loads((out / "report.json").read_text(), parse_constant=no_constant)
+    summary = report["calibration_summary"]
+    assert summary["slope"] is None and summary["slope_se"] is None
+    c = max(score, 1e-10)
+    assert summary["intercept"] == pytest.approx(
+        np.log(60 / 140) - np.log(c / (1 - c)), rel=1e-8
+    )
+    assert report["metrics"]["brier_score"]["value"] == pytest.approx(
+        brier(y, np.full(200, score)), abs=1e-12
+    )

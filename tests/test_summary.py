@@ -1,10 +1,14 @@
 """calibration_summary against logistic fits written here, statsmodels and a
 known calibration curve."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import optimize, special
+from sklearn.exceptions import UndefinedMetricWarning
 
+from skcalib._backend.logistic import logistic_fit
 from skcalib.metrics import calibration_summary, smooth_calibration_curve
 
 
@@ -86,6 +90,64 @@ def test_separated_classes_warn():
     with pytest.warns(RuntimeWarning, match="converge"):
         s = calibration_summary(y, p)
     assert not s.converged
+
+
+def test_separation_warning_points_at_the_callers_line():
+    p = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])
+    with pytest.warns(RuntimeWarning, match="converge") as caught:
+        calibration_summary(np.array([0, 0, 0, 1, 1, 1]), p)
+    assert [w.filename for w in caught] == [__file__]
+
+
+def test_single_class_says_so():
+    p = np.linspace(0.1, 0.9, 40)
+    with pytest.warns(RuntimeWarning, match="single class"):
+        s = calibration_summary(np.zeros(40), p)
+    assert not s.converged
+
+
+@pytest.mark.parametrize("score", [0.0, 0.3, 1.0])
+def test_one_score_leaves_the_slope_undefined(score):
+    # A model that predicts one probability (the prevalence, or a constant
+    # 0 or 1): no slope fits better than another, but calibration in the
+    # large is defined, in closed form: logit(mean y) - logit(s), with
+    # standard error 1 / sqrt(n ybar (1 - ybar)).
+    y = np.r_[np.ones(13), np.zeros(27)]
+    with pytest.warns(UndefinedMetricWarning, match="single value") as caught:
+        s = calibration_summary(y, np.full(40, score))
+    assert [w.filename for w in caught] == [__file__]
+    assert np.isnan(s.slope) and np.isnan(s.slope_se)
+    c = np.clip(score, 1e-10, 1 - 1e-10)
+    assert s.intercept == pytest.approx(np.log(13 / 27) - special.logit(c), rel=1e-8)
+    assert s.intercept_se == pytest.approx(1 / np.sqrt(40 * 13 / 40 * 27 / 40))
+    assert s.mean_difference == pytest.approx(13 / 40 - score)
+
+
+def test_separated_scores_one_row_apart_give_no_nan():
+    # Two scores 1e-7 apart, the upper one a single positive: the slope runs
+    # off to infinity. The fit stops, says so, and its standard error says
+    # the slope is not known (it was NaN, from a negative variance).
+    rng = np.random.default_rng(0)
+    y = (rng.uniform(size=60) < 0.5).astype(float)
+    p = np.r_[np.full(59, 0.3), 0.3000001]
+    assert y[-1] == 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = calibration_summary(y, p)
+    assert [str(w.message) for w in caught if "converge" not in str(w.message)] == []
+    assert not s.converged
+    assert s.slope_se > 1e3 * s.intercept_se
+
+
+def test_a_direction_without_information_has_infinite_standard_error():
+    # Two regressors equal to 1e-9: the information about their difference
+    # is rounding noise, and its inverse has negative variances.
+    y = np.r_[np.ones(13), np.zeros(27)]
+    X = np.column_stack([np.ones(40), 1 + 1e-9 * np.arange(40)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        se = logistic_fit(y, X, np.ones(40)).se
+    assert np.all(se == np.inf)
 
 
 def test_classwise_gives_one_summary_per_class():

@@ -107,6 +107,27 @@ def _json_default(x):
     raise TypeError(f"cannot write {type(x).__name__} to JSON")
 
 
+def _finite_or_null(x):
+    """``x`` with every NaN or infinite float replaced by ``None``.
+
+    JSON has no such numbers (Python would write ``NaN``, which strict
+    readers reject), and a report can hold them: a slope that one score
+    leaves undefined, the standard error of a coefficient the data do not
+    inform.
+    """
+    if isinstance(x, dict):
+        return {k: _finite_or_null(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite_or_null(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _finite_or_null(x.tolist())
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x
+
+
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
@@ -498,7 +519,9 @@ def _run_report(args, progress):
     if figure is not None and args.format != "png":
         report["outputs"]["reliability_png"] = None
         report["outputs"][f"reliability_{args.format}"] = str(figure)
-    text = json.dumps(report, indent=2, allow_nan=False, default=_json_default)
+    text = json.dumps(
+        _finite_or_null(report), indent=2, allow_nan=False, default=_json_default
+    )
     out.stage("report.json", lambda fh: fh.write((text + "\n").encode("utf-8")))
     out.commit()
     title = f"skcalib report: {source}"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
 
 from .._backend import smece as _sm
 from .._backend.logistic import logistic_fit
+from .._backend.user_warning import warn_user
 from .._params import StrOptions, validate_params
 from .._validation import binary_tasks, check_calibration_inputs
 from ._scorer import CalibrationScorer, register_scorer
@@ -28,7 +29,9 @@ class CalibrationSummary:
     slope, slope_se : float
         Calibration slope ``b`` of ``logit P(y = 1) = a + b logit(s)`` and
         its standard error (1 for calibrated predictions; below 1:
-        over-confident, the predictions are too extreme).
+        over-confident, the predictions are too extreme). NaN where the
+        scores take a single value (after clipping), which leaves the slope
+        undefined.
     intercept, intercept_se : float
         Calibration intercept ``a`` of ``logit P(y = 1) = a + logit(s)``
         (slope fixed at 1, ``logit(s)`` an offset) and its standard error:
@@ -45,7 +48,8 @@ class CalibrationSummary:
     sigma : float
         Bandwidth of that curve.
     converged : bool
-        Whether both logistic fits converged (separable data do not).
+        Whether the logistic fits converged (separable data and a single
+        class do not; the slope is not fitted where it is undefined).
     n_samples : int
     """
 
@@ -82,15 +86,33 @@ def _summary(y, s, w, n):
     y, s, w = y[keep], s[keep], w[keep]
     c = np.clip(s, _CLIP, 1.0 - _CLIP)
     lp = np.log(c) - np.log1p(-c)
-    joint = logistic_fit(y, np.column_stack([np.ones_like(lp), lp]), w)
     offset = logistic_fit(y, np.ones((lp.shape[0], 1)), w, offset=lp)
-    converged = joint.converged and offset.converged
+    converged = offset.converged
+    slope = slope_se = np.nan
+    if np.ptp(lp) > 0:
+        joint = logistic_fit(y, np.column_stack([np.ones_like(lp), lp]), w)
+        converged = converged and joint.converged
+        slope, slope_se = float(joint.coef[1]), float(joint.se[1])
+    else:
+        # One score: any slope fits as well as any other, and the solver
+        # would return whichever number the rounding of a singular system
+        # gave.
+        warn_user(
+            "y_proba takes a single value (after clipping to "
+            f"[{_CLIP:g}, 1 - {_CLIP:g}]): the calibration slope is not "
+            "defined and is NaN.",
+            UndefinedMetricWarning,
+        )
     if not converged:
-        warnings.warn(
-            "The logistic recalibration did not converge (are the classes "
-            "separated by the scores?); slope and intercept are unreliable.",
+        why = (
+            "y_true holds a single class"
+            if np.all(y == y[0])
+            else "are the classes separated by the scores?"
+        )
+        warn_user(
+            f"The logistic recalibration did not converge ({why}); slope and "
+            "intercept are unreliable.",
             RuntimeWarning,
-            stacklevel=3,
         )
     geometry = _sm.GridGeometry("l1")
     _, sigma, stats = _sm.fit(y, s, w, geometry)
@@ -99,8 +121,8 @@ def _summary(y, s, w, n):
     gap = np.abs(np.interp(s, grid[ok], curve[ok]) - s)
     W = float(w.sum())
     return CalibrationSummary(
-        slope=float(joint.coef[1]),
-        slope_se=float(joint.se[1]),
+        slope=slope,
+        slope_se=slope_se,
         intercept=float(offset.coef[0]),
         intercept_se=float(offset.se[0]),
         mean_difference=float(np.sum(w * (y - s)) / W),
