@@ -641,17 +641,29 @@ def test_saturated_scores_keep_the_selected_base_honest():
 def test_pool_adjacent_violators_matches_isotonic_regression():
     from sklearn.isotonic import isotonic_regression
 
-    from skcalib._backend.logit_correction import pool_adjacent_violators
+    from skcalib._backend.isotonic import pav_blocks
 
     rng = np.random.default_rng(12)
     for n in (1, 2, 7, 60):
         mean = rng.normal(np.linspace(0, 1, n), 0.4)
         weight = rng.uniform(0.1, 3.0, n)
-        block = pool_adjacent_violators(mean, weight)
+        block = pav_blocks(mean, weight)
         fitted = np.bincount(block, mean * weight) / np.bincount(block, weight)
         expected = isotonic_regression(mean, sample_weight=weight)
         np.testing.assert_allclose(fitted[block], expected, rtol=1e-12, atol=1e-12)
         assert np.all(np.diff(block) >= 0) and block[0] == 0
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_pool_adjacent_violators_sees_only_the_ratios_of_the_weights(scale):
+    from skcalib._backend.isotonic import pav_blocks
+
+    rng = np.random.default_rng(14)
+    mean = rng.normal(np.linspace(0, 1, 200), 0.4)
+    weight = rng.uniform(0.1, 3.0, 200)
+    np.testing.assert_array_equal(
+        pav_blocks(mean, weight * scale), pav_blocks(mean, weight)
+    )
 
 
 @pytest.mark.parametrize("base", ["temperature", "platt", "sigmoid"])

@@ -21,45 +21,9 @@ import numpy as np
 from scipy import special
 
 from .binning import positive_weight_rows
-from .sorting import stable_sort
+from .isotonic import isotonic_fit
 
-__all__ = ["brier_terms", "corp", "log_loss_terms", "pav"]
-
-
-def pav(x, y, w):
-    """Weighted isotonic (non-decreasing) regression of ``y`` on ``x``.
-
-    Tied ``x`` are pooled first (their fitted values are equal), then adjacent
-    blocks violating the order are merged. Returns the fitted value of every
-    row, in the input order. ``O(n log n)`` (the sort).
-    """
-    order, xs = stable_sort(x)
-    ys, ws = y[order], w[order]
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
-    bw = np.add.reduceat(ws, starts)
-    bsum = np.add.reduceat(ws * ys, starts)
-    # Blocks on a stack: total weight, weighted sum, number of tie groups.
-    W = np.empty(bw.shape[0])
-    S = np.empty(bw.shape[0])
-    C = np.empty(bw.shape[0], dtype=np.intp)
-    top = -1
-    for i in range(bw.shape[0]):
-        top += 1
-        W[top], S[top], C[top] = bw[i], bsum[i], 1
-        # Merge while the mean of the block below is larger (cross-multiplied
-        # to allow zero-weight groups, which never trigger a merge).
-        while top > 0 and S[top - 1] * W[top] > S[top] * W[top - 1]:
-            W[top - 1] += W[top]
-            S[top - 1] += S[top]
-            C[top - 1] += C[top]
-            top -= 1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = S[: top + 1] / W[: top + 1]
-    group_value = np.repeat(means, C[: top + 1])
-    counts = np.diff(np.r_[starts, xs.shape[0]])
-    fitted = np.empty(x.shape[0])
-    fitted[order] = np.repeat(group_value, counts)
-    return fitted
+__all__ = ["brier_terms", "corp", "log_loss_terms"]
 
 
 def brier_terms(y, s):
@@ -83,7 +47,7 @@ def corp(y, s, w, terms):
     def mean(v):
         return float(np.sum(w * v) / W)
 
-    s_hat = pav(s, y, w)
+    s_hat = isotonic_fit(s, y, w)
     r = np.full_like(s, float(np.sum(w * y)) / W)
     score, recal, ref = mean(terms(y, s)), mean(terms(y, s_hat)), mean(terms(y, r))
     return score, score - recal, ref - recal, ref

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
+from .isotonic import pav_blocks
+
 # The bandwidth that stands for the most local map of all: a monotone step
 # function (isotonic regression on the nodes), for calibration functions
 # with jumps that a smooth correction can only blur.
@@ -186,36 +188,11 @@ def fit_corrections(
     return alpha.reshape(B, m)
 
 
-def pool_adjacent_violators(mean, weight):
-    """Blocks of the weighted non-decreasing least-squares fit to ``mean``.
-
-    ``weight`` must be positive. Returns the block index of every entry
-    (blocks numbered from 0 in increasing order).
-    """
-    # Each block: (sum of weight * mean, sum of weight, first entry).
-    sums, weights, starts = [], [], []
-    # Python floats: the same double arithmetic as numpy's scalars, in a
-    # fraction of their time.
-    mean, weight = np.asarray(mean).tolist(), np.asarray(weight).tolist()
-    for i, (m, w) in enumerate(zip(mean, weight, strict=True)):
-        sums.append(m * w)
-        weights.append(w)
-        starts.append(i)
-        while len(sums) > 1 and sums[-2] * weights[-1] >= sums[-1] * weights[-2]:
-            merged_sum, merged_weight = sums.pop(), weights.pop()
-            sums[-1] += merged_sum
-            weights[-1] += merged_weight
-            starts.pop()
-    block = np.zeros(len(mean), dtype=np.intp)
-    block[starts[1:]] = 1
-    return np.cumsum(block)
-
-
 def fit_monotone(u, stats, prior):
     """Log-odds offsets of the isotonic fit at the nodes ``u``.
 
     The node frequencies ``W1 / W`` are pooled into non-decreasing blocks
-    (:func:`pool_adjacent_violators`); each block's frequency is shrunk by
+    (:func:`pav_blocks`); each block's frequency is shrunk by
     ``2 prior`` pseudo-observations at the overall frequency ``sum W1 / sum
     W`` (with balanced classes and unit weights, a block of ``k`` positives
     in ``m`` rows gets ``(k + 1) / (m + 2)``, as Venn-Abers predictors
@@ -228,7 +205,7 @@ def fit_monotone(u, stats, prior):
     has = W > 0
     if not np.any(has):
         return np.zeros_like(u)
-    block = pool_adjacent_violators(W1[has] / W[has], W[has])
+    block = pav_blocks(W1[has] / W[has], W[has])
     size = np.bincount(block, W[has])
     ones = np.bincount(block, W1[has])
     # Shrinking towards the base's probability, as the smooth corrections
@@ -239,7 +216,7 @@ def fit_monotone(u, stats, prior):
     # 200 / 1000 against 41 / 17 / 5.3e-3 now (Venn-Abers 36 / 15 / 5.0).
     weight = size + 2.0 * prior
     q = (ones + 2.0 * prior * (W1.sum() / W.sum())) / weight
-    merged = pool_adjacent_violators(q, weight)
+    merged = pav_blocks(q, weight)
     q = np.bincount(merged, q * weight) / np.bincount(merged, weight)
     q = np.interp(u, u[has], q[merged[block]])
     with np.errstate(divide="ignore"):
