@@ -5,6 +5,8 @@ is exact and can be compared with the objective written out on the raw data
 and minimised by scipy.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize, minimize_scalar
@@ -664,6 +666,25 @@ def test_pool_adjacent_violators_sees_only_the_ratios_of_the_weights(scale):
     np.testing.assert_array_equal(
         pav_blocks(mean, weight * scale), pav_blocks(mean, weight)
     )
+
+
+@pytest.mark.parametrize("scale", [1e150, 1e300])
+def test_step_map_of_a_huge_total_weight_has_a_finite_score(scale):
+    # The folds' training statistics are totals less held-out sums: a node's
+    # positives could exceed its weight by a rounding error, which the
+    # pseudo-observations no longer outweigh at such weights, and the step
+    # map's cross-validated score was NaN.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=400)
+    y = (rng.uniform(size=400) < s**1.5).astype(int)
+    P = np.column_stack([1 - s, s])
+    w = rng.uniform(0.5, 2.0, 400) * scale
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        rc = KernelRecalibrator().fit(P, y, sample_weight=w)
+        Q = rc.transform(P)
+    assert np.all(np.isfinite(list(rc.bandwidth_scores_.values())))
+    assert np.all(np.isfinite(Q)) and np.all((Q > 0) & (Q < 1))
 
 
 @pytest.mark.parametrize("base", ["temperature", "platt", "sigmoid"])

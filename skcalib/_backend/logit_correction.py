@@ -215,7 +215,11 @@ def fit_monotone(u, stats, prior):
     # truth (exact excess log-loss, 3 samples) 77 / 35 / 7.8e-3 at n = 50 /
     # 200 / 1000 against 41 / 17 / 5.3e-3 now (Venn-Abers 36 / 15 / 5.0).
     weight = size + 2.0 * prior
-    q = (ones + 2.0 * prior * (W1.sum() / W.sum())) / weight
+    # Training statistics are totals less the held-out sums, so a block's
+    # positives can exceed its weight by a rounding error; against a total
+    # weight of 1e100 the pseudo-observations cannot pull that below 1, and
+    # the frequency 1 + 2e-16 had a NaN log-odds.
+    q = np.clip((ones + 2.0 * prior * (W1.sum() / W.sum())) / weight, 0.0, 1.0)
     merged = pav_blocks(q, weight)
     q = np.bincount(merged, q * weight) / np.bincount(merged, weight)
     q = np.interp(u, u[has], q[merged[block]])
