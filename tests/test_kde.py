@@ -1051,3 +1051,22 @@ def test_single_precision_weights_move_the_estimate_by_rounding_only(
         np.testing.assert_allclose(
             single.per_sample, exact.per_sample, rtol=1e-4, atol=1e-7 * scale
         )
+
+
+def test_weights_above_one_are_named_when_the_bandwidth_collapses():
+    # Importance weights in (0.5, 2): a weight above 1 is that many copies,
+    # which vote for their sample in the leave-one-out criterion, and the
+    # bandwidth runs to the end of the grid (0.22 against the truth 0.10,
+    # E|s - s^1.5| for uniform s). The same weights divided by their maximum
+    # are relative, and the estimate is right.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=400)
+    y = (rng.uniform(size=400) < s**1.5).astype(int)
+    w = rng.uniform(0.5, 2.0, 400)
+    with pytest.warns(UserWarning, match="divide weights that are not counts"):
+        collapsed = kde_calibration_error(y, s, sample_weight=w)
+    assert collapsed > 0.2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        relative = kde_calibration_error(y, s, sample_weight=w / w.max())
+    assert relative == pytest.approx(0.1, abs=0.01)

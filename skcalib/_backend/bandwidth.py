@@ -94,11 +94,19 @@ def select_dirichlet_bandwidth(
     bandwidth = float(grid[best])
     at_edge = best in (0, len(grid) - 1)
     if at_edge and warn:
+        copies = ""
+        if best == 0 and float(weight.max(initial=0.0)) > 1.0:
+            # Leave-one-out leaves one copy out: the others vote for it.
+            copies = (
+                " A weight above 1 counts as that many copies of the sample, "
+                "which favour small bandwidths as duplicates do: divide weights "
+                "that are not counts by their maximum."
+            )
         warn_user(
             f"The {method!r} bandwidth selector chose {bandwidth:g}, an end of the "
             f"grid [{grid[0]:g}, {grid[-1]:g}]; the criterion may keep improving "
             "beyond it (e.g. duplicated scores favour ever smaller bandwidths). "
-            "Consider passing a float bandwidth.",
+            f"Consider passing a float bandwidth.{copies}",
         )
     info = {
         "method": method,

@@ -174,7 +174,10 @@ def kde_calibration_error(
         ``-(-v) ** (1 / p)`` so that the root stays monotone in the estimate.
     sample_weight : array-like of shape (n_samples,), default=None
         Frequency weights: they enter the kernel sums and the outer mean; a
-        sample of weight 2 counts like two copies of it.
+        sample of weight 2 counts like two copies of it, and its copies vote
+        for it in the leave-one-out estimate and bandwidth selection, as
+        duplicated rows do. Weights at most 1 are relative: divide weights
+        that are not counts (importance weights) by their maximum.
     pos_label : int, float, bool or str, default=None
         Positive class of a binary problem. With a 1-D ``y_proba``, ``None``
         means 1 for labels in {0, 1} or {-1, 1} and ``True`` for booleans; any
