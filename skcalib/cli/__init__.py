@@ -99,16 +99,9 @@ def demo_predictions(*, perturbation_scale=None, random_state=0):
     return y_test, model.predict_proba(X_test)[:, 1], description
 
 
-def _json_default(x):
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, np.generic):
-        return x.item()
-    raise TypeError(f"cannot write {type(x).__name__} to JSON")
-
-
-def _finite_or_null(x):
-    """``x`` with every NaN or infinite float replaced by ``None``.
+def _json_ready(x):
+    """``x`` with numpy arrays and scalars as Python objects, and every NaN or
+    infinite float as ``None``.
 
     JSON has no such numbers (Python would write ``NaN``, which strict
     readers reject), and a report can hold them: a slope that one score
@@ -116,13 +109,12 @@ def _finite_or_null(x):
     inform.
     """
     if isinstance(x, dict):
-        return {k: _finite_or_null(v) for k, v in x.items()}
+        return {k: _json_ready(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_finite_or_null(v) for v in x]
+        return [_json_ready(v) for v in x]
     if isinstance(x, np.ndarray):
-        return _finite_or_null(x.tolist())
-    if isinstance(x, np.generic):
-        x = x.item()
+        return _json_ready(x.tolist())
+    x = _jsonable(x)
     if isinstance(x, float) and not np.isfinite(x):
         return None
     return x
@@ -519,9 +511,7 @@ def _run_report(args, progress):
     if figure is not None and args.format != "png":
         report["outputs"]["reliability_png"] = None
         report["outputs"][f"reliability_{args.format}"] = str(figure)
-    text = json.dumps(
-        _finite_or_null(report), indent=2, allow_nan=False, default=_json_default
-    )
+    text = json.dumps(_json_ready(report), indent=2, allow_nan=False)
     out.stage("report.json", lambda fh: fh.write((text + "\n").encode("utf-8")))
     out.commit()
     title = f"skcalib report: {source}"
