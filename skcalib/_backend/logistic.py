@@ -5,22 +5,76 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-__all__ = ["LogisticFit", "logistic_fit"]
+__all__ = ["LogisticFit", "log_likelihood", "logistic_fit"]
 
 # Largest change of any coefficient in one Newton step (log-odds units).
 MAX_STEP = 5.0
 
 
 class LogisticFit:
-    """Coefficients, their covariance (inverse Fisher information) and
-    whether Newton's method converged."""
+    """Result of :func:`logistic_fit`.
 
-    def __init__(self, coef, cov, converged, n_iter):
-        self.coef, self.cov, self.converged, self.n_iter = coef, cov, converged, n_iter
+    Parameters
+    ----------
+    coef : ndarray of shape (k,)
+        Maximum-likelihood coefficients.
+    cov : ndarray of shape (k, k)
+        Their covariance, the inverse Fisher information (``inf`` in the
+        rows and columns of directions the data do not inform).
+    loglik : float
+        Weighted log-likelihood at ``coef``.
+    converged : bool
+        Whether Newton's method converged.
+    n_iter : int
+        Newton steps taken.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib._backend.logistic import logistic_fit
+    >>> fit = logistic_fit(np.array([0.0, 1.0, 1.0, 0.0]), np.ones((4, 1)), np.ones(4))
+    >>> fit.coef, fit.se, fit.converged
+    (array([0.]), array([1.]), True)
+    """
+
+    def __init__(self, coef, cov, loglik, converged, n_iter):
+        self.coef, self.cov, self.loglik = coef, cov, loglik
+        self.converged, self.n_iter = converged, n_iter
 
     @property
     def se(self):
+        """Standard errors of the coefficients."""
         return np.sqrt(np.diag(self.cov))
+
+
+def log_likelihood(y, eta, w):
+    """Weighted Bernoulli log-likelihood of labels at finite log-odds.
+
+    ``sum w (y eta - log(1 + exp(eta)))``, without overflow at any finite
+    ``eta``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Labels in {0, 1}.
+    eta : ndarray of shape (n,)
+        Log-odds of ``y = 1``.
+    w : ndarray of shape (n,)
+        Weights.
+
+    Returns
+    -------
+    float
+        The log-likelihood.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib._backend.logistic import log_likelihood
+    >>> print(f"{log_likelihood(np.array([1.0]), np.array([-700.0]), np.ones(1)):.1f}")
+    -700.0
+    """
+    return float(np.sum(w * (y * eta - np.logaddexp(0.0, eta))))
 
 
 def logistic_fit(y, X, w, offset=None, *, max_iter=100, tol=1e-10):
@@ -31,14 +85,43 @@ def logistic_fit(y, X, w, offset=None, *, max_iter=100, tol=1e-10):
     weights (the covariance is that of the repeated rows). Stops when the
     largest Newton step is below ``tol``.
     Separated data have no finite maximum: ``converged`` is then False.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Labels in {0, 1}.
+    X : ndarray of shape (n, k)
+        Design matrix.
+    w : ndarray of shape (n,)
+        Frequency weights.
+    offset : ndarray of shape (n,) or None, default=None
+        Fixed part of the log-odds (None: 0).
+    max_iter : int, default=100
+        Most Newton steps.
+    tol : float, default=1e-10
+        Convergence threshold on the largest step.
+
+    Returns
+    -------
+    LogisticFit
+        Coefficients, covariance, log-likelihood and convergence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib._backend.logistic import logistic_fit
+    >>> x = np.array([-2.0, -1.0, 0.0, 1.0, 2.0, 3.0])
+    >>> y = np.array([0.0, 1.0, 0.0, 0.0, 1.0, 1.0])
+    >>> fit = logistic_fit(y, np.column_stack([np.ones(6), x]), np.ones(6))
+    >>> fit.coef.round(4)  # R: glm(y ~ x, family = binomial)
+    array([-0.3368,  0.6736])
     """
     n, k = X.shape
     off = np.zeros(n) if offset is None else offset
     b = np.zeros(k)
 
     def loglik(beta):
-        eta = off + X @ beta
-        return float(np.sum(w * (y * eta - np.logaddexp(0.0, eta))))
+        return log_likelihood(y, off + X @ beta, w)
 
     ll = loglik(b)
     converged = False
@@ -83,4 +166,4 @@ def logistic_fit(y, X, w, offset=None, *, max_iter=100, tol=1e-10):
     bad = ~(np.diag(cov) > 0)
     cov[bad, :] = np.inf
     cov[:, bad] = np.inf
-    return LogisticFit(b, cov, converged, it)
+    return LogisticFit(b, cov, ll, converged, it)
