@@ -135,8 +135,10 @@ def lowess(x, y, w, *, span=2.0 / 3.0, delta=None):
 
     Parameters
     ----------
-    x, y : ndarray of shape (n,)
-        Finite coordinates.
+    x : ndarray of shape (n,)
+        Finite abscissae.
+    y : ndarray of shape (n,)
+        Finite ordinates.
     w : ndarray of shape (n,)
         Positive frequency weights (integer weights: repeated rows).
     span : float, default=2/3
@@ -147,8 +149,17 @@ def lowess(x, y, w, *, span=2.0 / 3.0, delta=None):
 
     Returns
     -------
-    fitted : ndarray of shape (n,)
+    ndarray of shape (n,)
         The smooth at each ``x`` (equal at tied ``x``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib._backend.loess import lowess
+    >>> x = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    >>> y = np.array([0.0, 0.0, 1.0, 0.0, 1.0, 1.0])
+    >>> lowess(x, y, np.ones(6)).round(4)  # R: lowess(x, y, iter = 0)
+    array([-0.1198,  0.2863,  0.4274,  0.5726,  0.7137,  1.1198])
     """
     u, inv = np.unique(x, return_inverse=True)
     sw = np.bincount(inv, weights=w, minlength=u.size)
