@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from .threads import one_blas_thread
+
 __all__ = ["LogisticFit", "log_likelihood", "logistic_fit"]
 
 # Largest change of any coefficient in one Newton step (log-odds units).
@@ -119,43 +121,41 @@ def logistic_fit(y, X, w, offset=None, *, max_iter=100, tol=1e-10):
     n, k = X.shape
     off = np.zeros(n) if offset is None else offset
     b = np.zeros(k)
-
-    def loglik(beta):
-        return log_likelihood(y, off + X @ beta, w)
-
-    ll = loglik(b)
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
+    with one_blas_thread():  # products of k columns: threads only contend
         eta = off + X @ b
-        p = special.expit(eta)
-        grad = X.T @ (w * (y - p))
-        info = (X * (w * p * (1.0 - p))[:, None]).T @ X
-        try:
-            step = np.linalg.solve(info, grad)
-        except np.linalg.LinAlgError:
-            break
-        # Where every probability is near 0 or 1 (scores clipped at 1e-10,
-        # an offset of +-23), the information is almost nil and the Newton
-        # step runs to +-1e9, further than step halving can shorten: with
-        # every score 1 and 13 positives in 40 (maximum at b = -23.8,
-        # reached in 11 capped steps) it went to -50, then to 1630, a worse
-        # point taken when the halving gave up, where the information is 0
-        # and the fit stopped.
-        step *= min(1.0, MAX_STEP / max(float(np.max(np.abs(step))), 1e-300))
-        t = 1.0
-        while True:
-            cand = b + t * step
-            ll_c = loglik(cand)
-            if ll_c >= ll - 1e-12 * abs(ll) or t < 1e-8:
+        ll = log_likelihood(y, eta, w)
+        converged = False
+        it = 0
+        for it in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
+            p = special.expit(eta)
+            grad = X.T @ (w * (y - p))
+            info = (X * (w * p * (1.0 - p))[:, None]).T @ X
+            try:
+                step = np.linalg.solve(info, grad)
+            except np.linalg.LinAlgError:
                 break
-            t *= 0.5
-        b, ll = cand, ll_c
-        if np.max(np.abs(t * step)) < tol:
-            converged = True
-            break
-    p = special.expit(off + X @ b)
-    info = (X * (w * p * (1.0 - p))[:, None]).T @ X
+            # Where every probability is near 0 or 1 (scores clipped at
+            # 1e-10, an offset of +-23), the information is almost nil and
+            # the Newton step runs to +-1e9, further than step halving can
+            # shorten: with every score 1 and 13 positives in 40 (maximum at
+            # b = -23.8, reached in 11 capped steps) it went to -50, then to
+            # 1630, a worse point taken when the halving gave up, where the
+            # information is 0 and the fit stopped.
+            step *= min(1.0, MAX_STEP / max(float(np.max(np.abs(step))), 1e-300))
+            t = 1.0
+            while True:
+                cand = b + t * step
+                eta_c = off + X @ cand
+                ll_c = log_likelihood(y, eta_c, w)
+                if ll_c >= ll - 1e-12 * abs(ll) or t < 1e-8:
+                    break
+                t *= 0.5
+            b, ll, eta = cand, ll_c, eta_c
+            if np.max(np.abs(t * step)) < tol:
+                converged = True
+                break
+        p = special.expit(eta)
+        info = (X * (w * p * (1.0 - p))[:, None]).T @ X
     try:
         cov = np.linalg.inv(info)
     except np.linalg.LinAlgError:

@@ -180,22 +180,25 @@ def _frequency_weights(w):
     return w * (w.size / np.sum(w)), False
 
 
-def _quantile(x, w, q, exact):
-    """R's default (type 7) quantile of the rows repeated ``w`` times:
+def _quantiles(x, w, qs, exact):
+    """R's default (type 7) quantiles of the rows repeated ``w`` times:
     linear between the order statistics at position ``1 + q (sum(w) - 1)``.
     ``exact``: the weights are integers (their sums carry no rounding)."""
     order = np.argsort(x, kind="stable")
     xs = x[order]
     cw = np.cumsum(w[order])
-    pos = 1.0 + q * (cw[-1] - 1.0)
-    lo = np.floor(pos)
     # The order statistic at position t is the first row whose cumulated
     # weight reaches t (with slack for the rounding of rescaled weights).
     slack = 0.0 if exact else 1e-9 * cw[-1]
-    idx = np.searchsorted(cw, np.array([lo, lo + 1.0]) - slack, side="left")
-    a, b = xs[np.minimum(idx, xs.size - 1)]
-    frac = pos - lo
-    return float(a) if frac == 0 or a == b else float((1.0 - frac) * a + frac * b)
+    out = []
+    for q in qs:
+        pos = 1.0 + q * (cw[-1] - 1.0)
+        lo = np.floor(pos)
+        idx = np.searchsorted(cw, np.array([lo, lo + 1.0]) - slack, side="left")
+        a, b = xs[np.minimum(idx, xs.size - 1)]
+        frac = pos - lo
+        out.append(float(a if frac == 0 or a == b else (1.0 - frac) * a + frac * b))
+    return out
 
 
 def _c_index(y, s, w):
@@ -326,12 +329,13 @@ def _summary(y, s, w, n, curve, clip):
     else:
         c_index = _c_index(y, s, w)
     gap, sigma = _gaps(y, s, w, curve)
+    e90, e50 = _quantiles(gap, w, (0.9, 0.5), exact)
     return CalibrationSummary(
         **stats,
         mean_difference=float(np.sum(w * (y - s)) / W),
         emax=float(gap.max()),
-        e90=_quantile(gap, w, 0.9, exact),
-        e50=_quantile(gap, w, 0.5, exact),
+        e90=e90,
+        e50=e50,
         ici=float(np.sum(w * gap) / W),
         c_index=c_index,
         dxy=2.0 * c_index - 1.0,
