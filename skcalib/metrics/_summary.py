@@ -24,6 +24,20 @@ __all__ = ["CalibrationSummary", "calibration_summary"]
 
 # Span of the loess curve (R's lowess default, used by val.prob).
 _SPAN = 2.0 / 3.0
+# The fields computed on the rows with a finite logit.
+_LOGIT_FIELDS = (
+    "slope",
+    "slope_se",
+    "intercept",
+    "intercept_se",
+    "joint_intercept",
+    "joint_intercept_se",
+    "nagelkerke_r2",
+    "discrimination_index",
+    "unreliability_index",
+    "unreliability_pvalue",
+    "quality_index",
+)
 
 
 @dataclass(frozen=True, repr=False)
@@ -110,19 +124,16 @@ class CalibrationSummary:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from skcalib.metrics import calibration_summary
-    >>> rng = np.random.default_rng(0)
-    >>> p = rng.uniform(0.05, 0.95, size=2000)
-    >>> y = rng.uniform(size=2000) < p
-    >>> s = calibration_summary(y, p)
-    >>> s
-    CalibrationSummary(slope=0.9793, intercept=0.03568, c_index=0.7978,
-                       emax=0.02404, e90=0.01947, e50=0.0082, ici=0.009448,
-                       curve='loess', n_samples=2000)
-    >>> print(f"D {s.discrimination_index:.3f} - U {s.unreliability_index:.4f}"
+    >>> p = [0.1, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    >>> s = calibration_summary([0, 0, 1, 0, 1, 1, 0, 1], p)
+    >>> s  # val.prob: Slope 0.8861, Emax 0.2466, E90 0.1824, Eavg 0.09412
+    CalibrationSummary(slope=0.8861, intercept=-0.2004, c_index=0.75,
+                       emax=0.2466, e90=0.1824, e50=0.09316, ici=0.09412,
+                       curve='loess', n_samples=8)
+    >>> print(f"D {s.discrimination_index:.3f} - U {s.unreliability_index:.3f}"
     ...       f" = Q {s.quality_index:.3f}")
-    D 0.295 - U -0.0007 = Q 0.296
+    D 0.098 - U -0.240 = Q 0.338
     """
 
     slope: float
@@ -224,20 +235,7 @@ def _gaps(y, s, w, curve):
 def _logit_statistics(y, lp, w):
     """Slope, intercepts, Nagelkerke R2, D, U and Q of one set of rows with
     finite logits ``lp`` (val.prob's definitions, weights as counts)."""
-    nan = np.nan
-    out = dict(
-        slope=nan,
-        slope_se=nan,
-        intercept=nan,
-        intercept_se=nan,
-        joint_intercept=nan,
-        joint_intercept_se=nan,
-        nagelkerke_r2=nan,
-        discrimination_index=nan,
-        unreliability_index=nan,
-        unreliability_pvalue=nan,
-        quality_index=nan,
-    )
+    out = dict.fromkeys(_LOGIT_FIELDS, np.nan)
     if lp.size == 0:
         warn_user(
             "Every score is exactly 0 or 1: no row is left for the logistic "
