@@ -216,6 +216,7 @@ def test_finite_extreme_logits_are_kept():
     assert s.slope == pytest.approx(b[1], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_ici_approaches_the_true_curve():
     # E[y | s] = expit(0.3 + 0.6 logit s): the population ICI by quadrature.
     grid = np.linspace(0.02, 0.98, 200001)
