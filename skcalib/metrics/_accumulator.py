@@ -67,10 +67,10 @@ class CalibrationAccumulator:
 
     Keeps, on a fixed grid of ``2**16`` cells of [0, 1], the per-cell moments
     ``sum w``, ``sum w theta``, ``sum w theta^2`` (``theta`` = position inside
-    the cell), the sample count and ``sum w^2`` for each class. These are the
-    sufficient statistics of every grid-based estimate (SmoothECE, the smooth
+    the cell) and the sample count for each class. These are the sufficient
+    statistics of every grid-based estimate (SmoothECE, the smooth
     reliability curve, grid-aligned binned errors): they add up over chunks, so
-    the accumulator needs about 5 MB whatever the number of samples, and
+    the accumulator needs about 4 MB whatever the number of samples, and
     accumulators built on separate partitions combine with :meth:`merge`.
 
     The results equal the in-memory functions run on the concatenated data (up
