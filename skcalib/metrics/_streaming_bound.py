@@ -45,6 +45,7 @@ from ._results import CalibrationBound
 __all__ = ["StreamingCalibrationBound"]
 
 _STREAM_METHODS = ("nw", "tv")
+_MIN_TRAIN = 100
 
 
 def _stream_start(start, default):
@@ -114,7 +115,7 @@ class StreamingCalibrationBound:
     n_splits : int, default=5
         Number of folds, >= 2.
     max_train : int, default=500_000
-        Samples kept in memory for the ``"tv"`` fits.
+        Samples kept in memory for the ``"tv"`` fits; at least 100.
     pos_label : int, float, bool or str, default=None
     labels : array-like, default=None
         Both class labels (needed when the first chunk holds one class whose
@@ -182,7 +183,9 @@ class StreamingCalibrationBound:
         "assume": RULES["assume"],
         "delta": RULES["delta"],
         "n_splits": RULES["n_splits"],
-        "max_train": Interval(numbers.Integral, 2, None),
+        # Each fold is fitted on the kept samples of the other folds: with
+        # fewer than 100 kept, one fold can be left with almost none of them.
+        "max_train": Interval(numbers.Integral, _MIN_TRAIN, None),
         "random_state": RULES["random_state"],
     }
 
