@@ -612,7 +612,7 @@ def test_streaming_bound_refuses_a_tiny_max_train_at_the_first_fit():
 
 
 def test_cell_moments_of_unit_and_general_weights_match_a_loop():
-    """The four moments per cell and slot against a loop over the samples,
+    """The five moments per cell and slot against a loop over the samples,
     with scores on cell edges, 0 and 1 (the extra cell of the key)."""
     from skcalib._backend.distributed import add_cell_moments, empty_moments
 
@@ -627,5 +627,5 @@ def test_cell_moments_of_unit_and_general_weights_match_a_loop():
             cell = max(int(np.ceil(v * M)) - 1, 0)  # (j/M, (j+1)/M], 0 in cell 0
             theta = v * M - cell
             wi = 1.0 if w is None else w[i]
-            want[:, slot[i], cell] += [wi, wi * theta, wi * theta**2, 1.0]
+            want[:, slot[i], cell] += [wi, wi * theta, wi * theta**2, 1.0, wi * wi]
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-300)

@@ -21,10 +21,12 @@ from .binning import assign_uniform_bins, table_from_sums
 from .grid import bin_positions, statistics_from_cells
 from .window import nw_error_bound
 
-# Moments per cell and label slot: sum w, sum w theta, sum w theta^2 and the
-# number of samples (theta = fractional position in the cell). They are what
-# the grid statistics (the first three) and the bin tables (all four) need.
-N_MOMENTS = 4
+# Moments per cell and label slot: sum w, sum w theta, sum w theta^2, the
+# number of samples and sum w^2 (theta = fractional position in the cell).
+# The grid statistics need the first three, the bin tables the count, the
+# null draws of the exact tests on weighted data the last. Without weights
+# the last two equal the first and cost nothing.
+N_MOMENTS = 5
 N_SLOTS = 2
 # Samples are binned in pieces whose temporaries stay in the L2 cache.
 _PIECE = 2**17
@@ -47,7 +49,7 @@ def add_cell_moments(out, slot, s, w=None):
         Scores in [0, 1] (any float dtype).
     w : ndarray of shape (n,) or None
         Weights; ``None`` means unit weights and takes a faster path (the
-        count then equals ``sum w``).
+        count and ``sum w^2`` then equal ``sum w``).
 
     Notes
     -----
@@ -76,9 +78,10 @@ def add_cell_moments(out, slot, s, w=None):
     # their theta is 0, so only the weight and the count move.
     acc[0, :, 1] += acc[0, :, 0]
     if w is not None:
-        acc[3, :, 1] += acc[3, :, 0]
+        acc[3:, :, 1] += acc[3:, :, 0]
     out[:3] += acc[:3, :, 1:]
-    out[3] += acc[0 if w is None else 3, :, 1:]
+    for row in (3, 4):
+        out[row] += acc[0 if w is None else row, :, 1:]
     return out
 
 
@@ -111,6 +114,7 @@ def _add_moments(acc, slot, s, w, M):
         ww = w[start:stop]
         acc[3] += np.bincount(kb, minlength=size)
         acc[0] += np.bincount(kb, weights=ww, minlength=size)
+        acc[4] += np.bincount(kb, weights=np.multiply(ww, ww, out=tb), minlength=size)
         wt = np.multiply(ww, theta, out=tb)
         acc[1] += np.bincount(kb, weights=wt, minlength=size)
         wt *= theta

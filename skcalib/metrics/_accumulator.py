@@ -472,10 +472,14 @@ class CalibrationAccumulator:
 
         moments = self.moments_
         occupied = np.flatnonzero(np.any(moments != 0, axis=(0, 1)))
-        # Unit weights: the weight of a cell is its count, kept once as an
-        # integer (which compresses far better than its float).
-        count_is_weight = bool(np.array_equal(moments[3], moments[0]))
-        sums = moments[1:3] if count_is_weight else moments[:3]
+        # Unit weights: the weight of a cell and its sum of squared weights
+        # are its count, kept once as an integer (which compresses far better
+        # than its float).
+        count_is_weight = bool(
+            np.array_equal(moments[3], moments[0])
+            and np.array_equal(moments[4], moments[0])
+        )
+        sums = moments[1:3] if count_is_weight else moments[[0, 1, 2, 4]]
         writer.add_array(prefix + "cells", encode_cells(occupied))
         writer.add_array(prefix + "counts", moments[3][:, occupied].astype(np.int64))
         writer.add_array(prefix + "sums", sums[:, :, occupied])
@@ -570,10 +574,12 @@ class CalibrationAccumulator:
         cells = decode_cells(state.array(prefix + "cells"), FINE_M, "cells")
         k = cells.shape[0]
         count = state.array(prefix + "counts", (N_SLOTS, k))
-        sums = state.array(prefix + "sums", (2 if count_is_weight else 3, N_SLOTS, k))
+        sums = state.array(prefix + "sums", (2 if count_is_weight else 4, N_SLOTS, k))
         count = count.astype(np.float64)
-        weight = count if count_is_weight else sums[0]
-        theta, theta2 = sums[-2], sums[-1]
+        if count_is_weight:
+            weight, theta, theta2, squares = count, sums[0], sums[1], count
+        else:
+            weight, theta, theta2, squares = sums
         check_nonnegative(weight, "weights")
         if np.any(count < 0) or count.sum() > 2**53:
             raise ValueError("The state's counts must be non-negative and below 2**53.")
@@ -581,6 +587,10 @@ class CalibrationAccumulator:
         check_nonnegative(theta2, "second moments")
         check_not_above(theta, weight, "first moments", "weights")
         check_not_above(theta2, theta, "second moments", "first moments")
+        check_nonnegative(squares, "sums of squared weights")
+        # 0 <= sum w^2 <= (sum w)^2 <= count * sum w^2 (Cauchy-Schwarz)
+        check_not_above(squares, weight * weight, "sums of squared weights", "bound")
+        check_not_above(weight * weight, count * squares, "weights", "bound")
         if np.any((count == 0) & (weight > 0)):
             raise ValueError("The state has weight in cells that hold no sample.")
         if state.get("n_samples", int, info) != n_samples or count.sum() != n_samples:
@@ -599,7 +609,7 @@ class CalibrationAccumulator:
         classes = decode_labels(state.get("classes", dict, info), "classes")
         self._check_classes(classes, n_samples)
         moments = empty_moments(FINE_M)
-        for row, values in enumerate((weight, theta, theta2, count)):
+        for row, values in enumerate((weight, theta, theta2, count, squares)):
             moments[row][:, cells] = values
         used = np.any(moments != 0, axis=(0, 2))
         if np.any(used[classes.shape[0] :]):
