@@ -539,11 +539,7 @@ class CalibrationAccumulator:
         from ._state import StateReader, decode_labels, decode_scalar
 
         state = StateReader(data, cls.__name__)
-        if state.get("grid", int) != FINE_M:
-            raise ValueError(
-                f"The state has a grid of {state.header['grid']} cells; this "
-                f"version reads grids of {FINE_M}."
-            )
+        state.check_grid(FINE_M)
         params = state.get("params", dict)
         multi_class = state.get("multi_class", str, params)
         if multi_class not in ("top-label", "classwise"):

@@ -637,7 +637,9 @@ class CalibrationMonitor:
         tables = []
         for name, keys in (("before", before), ("after", after)):
             keys = keys if isinstance(keys, (list, tuple)) else [keys]
-            acc = self.merged(keys)
+            # one window needs no merged copy (4 grids of 2**17 doubles)
+            one = len(keys) == 1 and keys[0] in getattr(self, "accumulators_", {})
+            acc = self.accumulators_[keys[0]] if one else self.merged(keys)
             pos, neg = acc._slots()
             total = acc.moments_[0].sum(axis=0)
             events = acc.moments_[0, pos] if pos is not None else np.zeros(FINE_M)

@@ -207,6 +207,14 @@ class StateReader:
         """``header[key]`` (or ``where[key]``), checked to be of ``types``."""
         return _typed(self.header if where is None else where, key, types, "header")
 
+    def check_grid(self, M):
+        """The state's grid must have ``M`` cells."""
+        if self.get("grid", int) != M:
+            raise ValueError(
+                f"The state has a grid of {self.header['grid']} cells; this "
+                f"version reads grids of {M}."
+            )
+
     def array(self, name, shape=None):
         """The array ``name``, of the given shape if given."""
         if name not in self.arrays:

@@ -134,6 +134,7 @@ class StreamingCalibrationBound:
     max_train : int, default=500_000
         Samples kept in memory for the ``"tv"`` fits; at least 100.
     pos_label : int, float, bool or str, default=None
+        Positive class, as in :func:`calibration_error_bound`.
     labels : array-like, default=None
         Both class labels (needed when the first chunk holds one class whose
         partner cannot be inferred).
@@ -569,11 +570,7 @@ class StreamingCalibrationBound:
         from ._state import StateReader, decode_labels, decode_scalar
 
         state = StateReader(data, cls.__name__)
-        if state.get("grid", int) != FINE_M:
-            raise ValueError(
-                f"The state has a grid of {state.header['grid']} cells; this "
-                f"version reads grids of {FINE_M}."
-            )
+        state.check_grid(FINE_M)
         params = dict(state.get("params", dict))
         for name in ("method", "perturbation_scale", "variation", "assume", "delta"):
             if name not in params:
