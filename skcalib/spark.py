@@ -70,6 +70,29 @@ def _batches(data):
                 )
 
 
+# Record batches are read this many rows at a time: each partial_fit adds a
+# fixed cost (its grid arrays), which Spark's 10,000-row batches would repeat.
+_MIN_ROWS = 1 << 20
+
+
+def _gathered(batches):
+    """Consecutive non-empty batches joined into tables of at least
+    ``_MIN_ROWS`` rows (the last one may be shorter)."""
+    import pyarrow as pa
+
+    pending, rows = [], 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= _MIN_ROWS:
+            yield pa.Table.from_batches(pending)
+            pending, rows = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
 def _column(batch, name):
     try:
         col = batch.column(name)
@@ -159,9 +182,7 @@ def accumulate_arrow(
 
     total = None if by is not None else new()
     groups = {}
-    for batch in _batches(batches):
-        if batch.num_rows == 0:
-            continue
+    for batch in _gathered(_batches(batches)):
         y = _column(batch, y_true)
         cols = [_column(batch, c) for c in proba_cols]
         p = cols[0] if len(cols) == 1 else np.column_stack(cols)

@@ -69,3 +69,31 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="alert_level"):
         CalibrationOverTimeDisplay(report).plot(alert_level=2.0)
     plt.close("all")
+
+
+def test_from_predictions_and_from_estimator():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 2))
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    clf = LogisticRegression().fit(X, y)
+    day = np.repeat([0, 1, 2], 1000)
+    a = CalibrationOverTimeDisplay.from_estimator(
+        clf, X, y, key=day, n_bootstrap=0, n_resamples=19, random_state=0
+    )
+    b = CalibrationOverTimeDisplay.from_predictions(
+        y,
+        clf.predict_proba(X)[:, 1],
+        key=day,
+        n_bootstrap=0,
+        n_resamples=19,
+        random_state=0,
+    )
+    np.testing.assert_array_equal(a.report.smece, b.report.smece)
+    assert a.line_.get_label() == "LogisticRegression SmoothECE"
+    one = CalibrationOverTimeDisplay.from_predictions(
+        y, clf.predict_proba(X)[:, 1], n_bootstrap=0, n_resamples=0
+    )
+    assert one.report.n_samples.tolist() == [3000]
+    plt.close("all")

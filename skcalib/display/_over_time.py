@@ -19,7 +19,8 @@ class CalibrationOverTimeDisplay:
     certified upper bound where the report has one, the number of samples of
     each window as bars on a second axis, and the windows whose test of
     calibration rejects at ``alert_level`` marked. Build it with
-    :meth:`from_monitor` or :meth:`from_report`; :meth:`frame` gives the same
+    :meth:`from_monitor`, :meth:`from_report`, :meth:`from_predictions` or
+    :meth:`from_estimator`; :meth:`frame` gives the same
     numbers as a table for dashboards. Read more in the
     :ref:`User Guide <monitoring>`.
 
@@ -270,6 +271,156 @@ class CalibrationOverTimeDisplay:
             random_state=random_state,
         )
         return cls.from_report(report, name=name, ax=ax, **plot_kwargs)
+
+    @classmethod
+    def from_predictions(
+        cls,
+        y_true,
+        y_proba,
+        *,
+        key=None,
+        window=None,
+        sample_weight=None,
+        pos_label=None,
+        labels=None,
+        n_bootstrap=100,
+        n_resamples=999,
+        random_state=None,
+        name=None,
+        ax=None,
+        **plot_kwargs,
+    ):
+        """Monitor predictions by window and plot the report.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,)
+            Labels.
+        y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+            Predicted probabilities.
+        key : scalar or array-like of shape (n_samples,), default=None
+            The window key or timestamp of every sample (see
+            :class:`~skcalib.metrics.CalibrationMonitor`); ``None`` puts all
+            samples in one window.
+        window : str, timedelta or None, default=None
+            Length of the time windows, as in
+            :class:`~skcalib.metrics.CalibrationMonitor`.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+        pos_label : int, float, bool or str, default=None
+            Positive class.
+        labels : array-like of shape (2,), default=None
+            Both class labels.
+        n_bootstrap : int, default=100
+            Bootstrap resamples of the SmoothECE intervals (0: no band).
+        n_resamples : int, default=999
+            Null draws of the tests of calibration (0: none).
+        random_state : int, Generator, RandomState or None, default=None
+            Seeds the resamples.
+        name : str, default=None
+            Name of the stream, for the legend.
+        ax : matplotlib Axes, default=None
+            Axes to draw on.
+        **plot_kwargs : dict
+            Passed to :meth:`plot`.
+
+        Returns
+        -------
+        CalibrationOverTimeDisplay
+            The display, drawn.
+        """
+        from ..metrics import CalibrationMonitor
+
+        monitor = CalibrationMonitor(window=window, pos_label=pos_label, labels=labels)
+        monitor.partial_fit(
+            y_true, y_proba, key=0 if key is None else key, sample_weight=sample_weight
+        )
+        return cls.from_monitor(
+            monitor,
+            n_bootstrap=n_bootstrap,
+            n_resamples=n_resamples,
+            random_state=random_state,
+            name=name,
+            ax=ax,
+            **plot_kwargs,
+        )
+
+    @classmethod
+    def from_estimator(
+        cls,
+        estimator,
+        X,
+        y,
+        *,
+        key=None,
+        window=None,
+        sample_weight=None,
+        pos_label=None,
+        n_bootstrap=100,
+        n_resamples=999,
+        random_state=None,
+        name=None,
+        ax=None,
+        **plot_kwargs,
+    ):
+        """Monitor a fitted classifier's predictions by window and plot them.
+
+        Parameters
+        ----------
+        estimator : fitted classifier
+            A binary classifier with ``predict_proba``.
+        X : array-like of shape (n_samples, n_features)
+            Input values.
+        y : array-like of shape (n_samples,)
+            Labels.
+        key : scalar or array-like of shape (n_samples,), default=None
+            The window key or timestamp of every sample; ``None`` puts all
+            samples in one window.
+        window : str, timedelta or None, default=None
+            Length of the time windows.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+        pos_label : int, float, bool or str, default=None
+            Positive class; by default the estimator's last class.
+        n_bootstrap : int, default=100
+            Bootstrap resamples of the SmoothECE intervals (0: no band).
+        n_resamples : int, default=999
+            Null draws of the tests of calibration (0: none).
+        random_state : int, Generator, RandomState or None, default=None
+            Seeds the resamples.
+        name : str, default=None
+            Name for the legend; the estimator's class name by default.
+        ax : matplotlib Axes, default=None
+            Axes to draw on.
+        **plot_kwargs : dict
+            Passed to :meth:`plot`.
+
+        Returns
+        -------
+        CalibrationOverTimeDisplay
+            The display, drawn.
+        """
+        from ._plotting import check_features, predict_proba_of
+
+        y = check_features(X, y)
+        proba, classes, pos_label, name = predict_proba_of(
+            estimator, X, pos_label, name
+        )
+        return cls.from_predictions(
+            y,
+            proba,
+            key=key,
+            window=window,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=classes,
+            n_bootstrap=n_bootstrap,
+            n_resamples=n_resamples,
+            random_state=random_state,
+            name=name,
+            ax=ax,
+            **plot_kwargs,
+        )
 
 
 def _bar_widths(x):
