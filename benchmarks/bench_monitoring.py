@@ -14,7 +14,7 @@ all streams) and the detection delay (days from a known change of the
 calibration to the first alarm) on streams whose calibration shifts on a
 known day. Usage::
 
-    python benchmarks/bench_monitoring.py --streams 4 --per-day 2000
+    python benchmarks/bench_monitoring.py --streams 2 --per-day 1000
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def stream(rng, days, per_day, shift_day=None, power=1.0):
 
 def calibration_rule(mon, alpha, rng):
     report = mon.report(
-        n_bootstrap=0, n_resamples=int(round(1 / alpha)) * 2 - 1, random_state=rng
+        n_bootstrap=0, n_resamples=int(round(1 / alpha)) - 1, random_state=rng
     )
     return report.p_value <= alpha
 
@@ -57,7 +57,7 @@ def change_rule(mon, alpha, rng, reference=30, recent=7):
     days = sorted(mon.accumulators_)
     alarms = np.zeros(len(days), dtype=bool)
     ref = days[:reference]
-    n_res = int(round(1 / alpha)) * 2 - 1
+    n_res = int(round(1 / alpha)) - 1
     for i in range(reference + recent - 1, len(days)):
         last = days[i - recent + 1 : i + 1]
         alarms[i] = (
