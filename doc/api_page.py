@@ -32,6 +32,12 @@ SECTIONS = [
         "Synthetic problems whose calibration error is known exactly.",
     ),
     (
+        "skcalib.spark",
+        "Spark and Arrow",
+        "Calibration statistics of Spark DataFrames and Arrow record batches "
+        "(see :doc:`user_guide/monitoring`).",
+    ),
+    (
         "skcalib.cli",
         "Command line",
         "The ``skcalib report`` command (see :doc:`user_guide/cli`).",

@@ -15,7 +15,7 @@ LAYERS = [
     ("skcalib._backend",),
     ("skcalib._validation", "skcalib._params", "skcalib._meta"),
     ("skcalib.metrics", "skcalib.datasets"),
-    ("skcalib.perturbation", "skcalib.recalibration"),
+    ("skcalib.perturbation", "skcalib.recalibration", "skcalib.spark"),
     ("skcalib.display",),
     ("skcalib.cli", "skcalib.__main__"),
 ]
