@@ -1,9 +1,10 @@
 """Turn user input into canonical float64 arrays.
 
 This is the only module that parses ``y_true`` / ``y_proba`` / ``sample_weight``
-and the user-facing parameters shared by several public functions. Everything
-downstream (``skcalib._backend``, the metrics, estimators and displays) may
-assume the invariants documented on :class:`CalibrationData`.
+(and the other array inputs: groups, labels, a wrapped model's probabilities).
+Everything downstream (``skcalib._backend``, the metrics, estimators and
+displays) may assume the invariants documented on :class:`CalibrationData`.
+Scalar parameters have their rules in :mod:`skcalib._params`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ import numpy as np
 
 from ._backend.score_grid import off_grid
 from ._backend.top_label import scan_top_label, top_label_task
-from ._params import MAX_BOOTSTRAP as _MAX_BOOTSTRAP
-from ._params import Boolean, StrOptions, check_param
+from ._params import check_param
 
 __all__ = [
     "CalibrationData",
@@ -27,11 +27,7 @@ __all__ = [
     "binary_tasks",
     "check_probability_matrix",
     "check_sample_weight",
-    "check_option",
     "default_pos_label",
-    "check_int",
-    "check_real",
-    "check_random_generator",
 ]
 
 # Probabilities slightly outside [0, 1] (float round-off in a model's softmax)
@@ -427,12 +423,6 @@ def check_groups(groups, n_samples):
     return groups, names, index.reshape(-1)
 
 
-def check_option(name, value, allowed):
-    """``value`` if it is one of the strings ``allowed`` (the rule and message
-    of :class:`skcalib._params.StrOptions`)."""
-    return check_param(name, value, StrOptions(*allowed))
-
-
 def _unique_labels(y_true, summary=None):
     """``np.unique`` with a sort-free path for numeric two-class labels.
 
@@ -541,18 +531,6 @@ def _class_index(classes, y_true):
     return np.searchsorted(classes, y_true)
 
 
-def check_pos_label(pos_label):
-    """A positive label is one scalar: a number, a bool or a string."""
-    if pos_label is not None and not isinstance(
-        pos_label, (numbers.Number, str, bytes, np.generic)
-    ):
-        raise TypeError(
-            "pos_label must be a single label (a number, a bool or a string); "
-            f"got {pos_label!r}."
-        )
-    return pos_label
-
-
 def _resolve_classes(y_true, labels, summary=None):
     try:
         present = _unique_labels(y_true, summary)
@@ -626,7 +604,7 @@ def check_calibration_inputs(
     -------
     CalibrationData
     """
-    check_pos_label(pos_label)
+    check_param("pos_label", pos_label)
     y_true = _check_y_true(y_true, finite=False)
     # the extremes and the two-label test of numeric labels in one read; NaN
     # and infinity are seen in the extremes
@@ -870,90 +848,6 @@ def binary_tasks(data, multi_class, *, unit_as_none=False):
     )
 
 
-def check_int(value, name, *, min_val=None, max_val=None):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}.")
-    if min_val is not None and value < min_val:
-        raise ValueError(f"{name} must be >= {min_val}, got {value}.")
-    if max_val is not None and value > max_val:
-        raise ValueError(f"{name} must be <= {max_val}, got {value}.")
-    return int(value)
-
-
-def check_real(
-    value,
-    name,
-    *,
-    low=None,
-    high=None,
-    include_low=True,
-    include_high=True,
-    allow_inf=False,
-):
-    """``value`` as a float in range; NaN, and inf unless allowed, rejected."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}.")
-    value = float(value)
-    if np.isnan(value) or (np.isinf(value) and not allow_inf):
-        raise ValueError(f"{name} must be finite, got {value}.")
-    if low is not None and (value < low or (value == low and not include_low)):
-        op = ">=" if include_low else ">"
-        raise ValueError(f"{name} must be {op} {low}, got {value}.")
-    if high is not None and (value > high or (value == high and not include_high)):
-        op = "<=" if include_high else "<"
-        raise ValueError(f"{name} must be {op} {high}, got {value}.")
-    return value
-
-
-# The largest bootstrap (declared with the other size limits in _params).
-MAX_BOOTSTRAP = _MAX_BOOTSTRAP
-
-
-def check_random_generator(random_state):
-    """A ``numpy.random.Generator`` from ``None``, an int, a Generator or a RandomState.
-
-    Never touches the global numpy RNG.
-    """
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None:
-        return np.random.default_rng()
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(
-            random_state.randint(0, 2**32 - 1, dtype=np.uint64)
-        )
-    if isinstance(random_state, numbers.Integral) and not isinstance(
-        random_state, bool
-    ):
-        if random_state < 0:
-            raise ValueError(
-                f"random_state must be a non-negative integer; got {random_state}."
-            )
-        return np.random.default_rng(int(random_state))
-    raise TypeError(
-        "random_state must be None, an int, a numpy Generator or a RandomState; "
-        f"got {random_state!r}."
-    )
-
-
-# Smallest perturbation scale of a certified bound: its constants 1/(2h) and
-# 3/(2h^2) must stay finite (h^2 underflows below about 1e-154).
-MIN_BOUND_SCALE = 1e-100
-# Largest stream position (positions are hashed as 64-bit integers).
-MAX_STREAM_POSITION = 2**62
-
-
-def check_bound_scale(perturbation_scale, name="perturbation_scale"):
-    """The sech perturbation scale ``h`` of a certified bound."""
-    h = check_real(perturbation_scale, name, low=0.0, include_low=False)
-    if h < MIN_BOUND_SCALE:
-        raise ValueError(
-            f"{name} must be >= {MIN_BOUND_SCALE:g} (the bound's smoothness "
-            f"constants grow as 1/h^2), got {h}."
-        )
-    return h
-
-
 def check_perturbed_scores(s, method, name="y_proba"):
     """Refuse scores that the sech perturbation cannot have produced.
 
@@ -969,27 +863,6 @@ def check_perturbed_scores(s, method, name="y_proba"):
             "the sech kernel: perturb them with skcalib.perturb_proba or "
             "PerturbedClassifier, or use method='tv'."
         )
-
-
-# One cell of the finest grid the Gaussian smoothers use (1 / grid.FINE_M,
-# kept in step by a test): a narrower kernel is not resolved by it.
-MIN_SIGMA = 2.0**-16
-
-
-def check_sigma(sigma, name="sigma", *, minimum=MIN_SIGMA):
-    """A kernel bandwidth in [``minimum``, 1].
-
-    ``minimum`` is one step of the finest smoothing grid, in the units of
-    ``sigma`` (``MIN_SIGMA`` on [0, 1]); a kernel narrower than that is not
-    resolved by the grid.
-    """
-    sigma = check_real(sigma, name, low=0.0, high=1.0, include_low=False)
-    if sigma < minimum:
-        raise ValueError(
-            f"{name} must be >= {minimum:.3g} (one step of the finest smoothing "
-            f"grid), got {sigma}."
-        )
-    return sigma
 
 
 def check_label_chunk(y_true):
@@ -1082,84 +955,6 @@ def encode_class_labels(y, *, name="y"):
     return classes, index.astype(np.intp)
 
 
-def check_bool(value, name):
-    """``bool(value)`` if it is a Python or numpy bool (the rule
-    :class:`skcalib._params.Boolean`); an error naming it otherwise."""
-    return bool(check_param(name, value, Boolean()))
-
-
-def check_n_bins(n_bins, n_samples):
-    """``n_bins``: a positive int (at most ``MAX_BINS``) or ``"cbrt"``
-    (``ceil(n_samples ** (1/3))``, ``n_samples`` counting rows of positive
-    weight)."""
-    if isinstance(n_bins, str):
-        if n_bins != "cbrt":
-            raise ValueError(
-                f"n_bins must be a positive integer or 'cbrt'; got {n_bins!r}."
-            )
-        return max(1, int(np.ceil(n_samples ** (1 / 3))))
-    return int(check_param("n_bins", n_bins))
-
-
-def check_binned_options(norm, debias, root, return_details=False):
-    """Options of the binned calibration error: ``norm`` and its L2-only flags
-    (``debias=True`` and ``root=False`` mean something for ``norm="l2"`` only)."""
-    check_option("norm", norm, ("l1", "l2", "max"))
-    check_bool(return_details, "return_details")
-    for flag, value, meaningful in (
-        ("debias", debias, True),
-        ("root", root, False),
-    ):
-        if check_bool(value, flag) == meaningful and norm != "l2":
-            raise ValueError(
-                f"{flag}={meaningful} is only defined for norm='l2'; got norm={norm!r}."
-            )
-
-
-def check_seed_sequence(random_state):
-    """A ``numpy.random.SeedSequence`` drawn from a user ``random_state``.
-
-    Parallel work spawns one child per task from it, so results do not depend
-    on ``n_jobs``. The global numpy RNG is never touched.
-    """
-    rng = check_random_generator(random_state)
-    return np.random.SeedSequence([int(x) for x in rng.integers(0, 2**32, size=4)])
-
-
-def check_kde_options(p, bandwidth, multi_class, debias, root, chunk_size, n_jobs):
-    """Options of the ECE-KDE estimate; returns ``(p, bandwidth, debias)``.
-
-    ``bandwidth`` is ``"mle"``, ``"risk"`` or a positive float; ``debias="auto"``
-    means ``p == 2``, and ``debias=True`` needs ``p == 2``.
-    """
-    p = check_real(p, "p", low=1.0)
-    if isinstance(bandwidth, str):
-        bandwidth = check_option("bandwidth", bandwidth, ("mle", "risk"))
-    elif isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
-        raise TypeError(
-            f"bandwidth must be 'mle', 'risk' or a positive float; got {bandwidth!r}."
-        )
-    else:
-        bandwidth = check_real(bandwidth, "bandwidth", low=0.0, include_low=False)
-    check_option("multi_class", multi_class, ("canonical", "classwise", "top-label"))
-    if isinstance(debias, str):
-        if debias != "auto":
-            raise ValueError(f"debias must be 'auto', True or False; got {debias!r}.")
-        debias = p == 2
-    elif not isinstance(debias, (bool, np.bool_)):
-        raise TypeError(f"debias must be 'auto', True or False; got {debias!r}.")
-    elif debias and p != 2:
-        raise ValueError(
-            f"debias=True needs p=2 (the U-statistic exists for the squared error "
-            f"only); got p={p:g}."
-        )
-    check_bool(root, "root")
-    if chunk_size is not None:
-        check_int(chunk_size, "chunk_size", min_val=1)
-    check_n_jobs(n_jobs)
-    return p, bandwidth, bool(debias)
-
-
 def check_cv_splits(cv, X, y, groups=None, **split_params):
     """The ``(train, test)`` index pairs of ``cv`` (as ``sklearn.model_selection
     .check_cv`` with ``classifier=True``), with errors that name ``cv``."""
@@ -1174,13 +969,6 @@ def check_cv_splits(cv, X, y, groups=None, **split_params):
     if not splits:
         raise ValueError(f"cv={cv!r} gives no splits.")
     return splits
-
-
-def check_n_jobs(n_jobs):
-    """``None`` or a nonzero integer (joblib's convention: -1 = all cores)."""
-    if n_jobs is None:
-        return None
-    return check_param("n_jobs", n_jobs)
 
 
 def as_probability_columns(X):

@@ -898,9 +898,9 @@ def test_meta_estimator_errors():
         RecalibratedClassifier(ensemble="yes").fit(X, y)
     with pytest.raises(ValueError, match="'n_jobs' parameter.* must be"):
         RecalibratedClassifier(n_jobs=0).fit(X, y)
-    with pytest.raises(TypeError, match="estimator must implement fit and predict_pr"):
+    with pytest.raises(TypeError, match="'estimator' parameter.*fit and predict_pr"):
         RecalibratedClassifier(LinearRegression()).fit(X, y)
-    with pytest.raises(TypeError, match="calibrator must implement fit and transform"):
+    with pytest.raises(TypeError, match="'calibrator' parameter.*fit and transform"):
         RecalibratedClassifier(calibrator=LogisticRegression()).fit(X, y)
     with pytest.raises(ValueError, match="1 class"):
         RecalibratedClassifier().fit(X, np.zeros(100))

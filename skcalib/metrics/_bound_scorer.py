@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._params import validate_params
 from ._bounds import calibration_error_bound
 from ._scorer import CalibrationScorer, register_scorer
 
@@ -68,6 +69,7 @@ class CalibrationBoundScorer(CalibrationScorer):
     True
     """
 
+    @validate_params()
     def __init__(self, *, delta=0.05, n_splits=5, random_state=0):
         super().__init__(
             calibration_error_bound,

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import copy
 import importlib
+import numbers
+
+from .._params import IsCallable, Options, validate_params
 
 __all__ = ["CalibrationScorer", "get_scorer", "get_scorer_names"]
 
@@ -57,6 +60,7 @@ class CalibrationScorer:
 
     _response_method = "predict_proba"
 
+    @validate_params(score_func=IsCallable(), sign=Options(numbers.Integral, 1, -1))
     def __init__(self, score_func, *, sign=-1, **kwargs):
         self._score_func = score_func
         self._sign = sign
@@ -139,6 +143,7 @@ def register_scorer(name, scorer):
     return scorer
 
 
+@validate_params()
 def get_scorer(scoring):
     """Get a scorer from a string, skcalib's names first, then sklearn's.
 

@@ -31,11 +31,17 @@ from .._backend.distributed import (
 from .._backend.grid import FINE_M
 from .._backend.tv import fit_tv_surrogate, step_extension
 from .._backend.window import NW_HALF_WIDTHS
-from .._params import RULES, Interval, StrOptions, check_param, check_params
-from .._validation import (
+from .._params import (
     MAX_STREAM_POSITION,
+    RULES,
+    Interval,
+    NoneOr,
+    StrOptions,
+    check_estimator_params,
+    validate_params,
+)
+from .._validation import (
     check_calibration_inputs,
-    check_int,
     check_perturbed_scores,
     check_probability_array,
 )
@@ -45,13 +51,13 @@ from ._results import CalibrationBound
 __all__ = ["StreamingCalibrationBound"]
 
 _STREAM_METHODS = ("nw", "tv")
+# Position of a chunk's first sample in the stream.
+_START = NoneOr(Interval(numbers.Integral, 0, MAX_STREAM_POSITION))
 
 
 def _stream_start(start, default):
     """Position of a chunk's first sample: ``start``, or ``default`` if None."""
-    if start is None:
-        return default
-    return check_int(start, "start", min_val=0, max_val=MAX_STREAM_POSITION)
+    return default if start is None else int(start)
 
 
 class StreamingCalibrationBound:
@@ -183,13 +189,15 @@ class StreamingCalibrationBound:
         "delta": RULES["delta"],
         "n_splits": RULES["n_splits"],
         "max_train": Interval(numbers.Integral, 2, None),
+        "pos_label": RULES["pos_label"],
+        "labels": RULES["labels"],
         "random_state": RULES["random_state"],
     }
 
     def _setup(self):
-        from .._validation import check_random_generator
+        from .._params import check_random_generator
 
-        check_params(type(self).__name__, self.__dict__, self._parameter_constraints)
+        check_estimator_params(self)
         self.n_splits_ = int(self.n_splits)
         if self.method == "nw":
             if self.perturbation_scale is None:
@@ -232,6 +240,7 @@ class StreamingCalibrationBound:
             self.max_train_,
         )
 
+    @validate_params(start=_START)
     def partial_fit(self, y_true, y_proba, *, start=None):
         """Pass 1: add a chunk of labels and scores.
 
@@ -313,6 +322,7 @@ class StreamingCalibrationBound:
         )
         return s_train, v, fitted_variation
 
+    @validate_params(start=_START)
     def partial_validate(self, y_proba, *, start=None):
         """Pass 2: add the scores of a chunk (same stream, same order).
 
@@ -451,6 +461,7 @@ class StreamingCalibrationBound:
         extra = {"n_train": int(n_train), "fitted_variation": fitted_variation}
         return terms, lower, extra
 
+    @validate_params()
     def result(self, *, return_details=False):
         """The certified bound.
 
@@ -467,7 +478,6 @@ class StreamingCalibrationBound:
             ``bandwidth`` of the :class:`CalibrationBound` is the window
             half-width ``(r + 1/2) / 2**16`` of each fold.
         """
-        check_param("return_details", return_details)
         if not hasattr(self, "valid_moments_") or self.n_validated_ == 0:
             raise _not_fitted("Run partial_validate over the data (pass 2) first.")
         if self.n_validated_ != self.n_samples_:
