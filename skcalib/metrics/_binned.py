@@ -18,7 +18,6 @@ from .._validation import binary_tasks, check_calibration_inputs
 from ._dask import dask_binned_calibration_error
 from ._groups import by_group
 from ._results import BinnedCalibrationResult
-from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["binned_calibration_error"]
 
@@ -228,17 +227,3 @@ def binned_calibration_error(
         multi_class=multi_class if data.kind == "multiclass" else "binary",
         n_samples=data.n_samples,
     )
-
-
-register_scorer(
-    "neg_expected_calibration_error",
-    CalibrationScorer(
-        binned_calibration_error, n_bins=15, strategy="uniform", norm="l1"
-    ),
-)
-register_scorer(
-    "neg_l2_calibration_error",
-    CalibrationScorer(
-        binned_calibration_error, n_bins="cbrt", strategy="quantile", norm="l2"
-    ),
-)

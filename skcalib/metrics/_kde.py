@@ -22,7 +22,6 @@ from .._params import (
 from .._validation import binary_tasks, check_calibration_inputs
 from ._groups import by_group
 from ._results import KDECalibrationResult
-from ._scorer import CalibrationScorer, register_scorer
 
 # Beyond this many kernel evaluations per class (5e4 samples, minutes of
 # work) the full estimate warns and points at max_samples.
@@ -363,6 +362,3 @@ def kde_calibration_error(
         debiased=debias,
         multi_class="binary" if data.kind == "binary" else multi_class,
     )
-
-
-register_scorer("neg_kde_calibration_error", CalibrationScorer(kde_calibration_error))

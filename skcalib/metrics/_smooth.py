@@ -21,7 +21,6 @@ from .._validation import binary_tasks, check_calibration_inputs
 from ._dask import dask_smooth_calibration_curve, dask_smooth_ece
 from ._groups import by_group
 from ._results import SmoothCalibrationCurve, SmoothECEResult
-from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["smooth_ece", "smooth_calibration_curve"]
 
@@ -388,6 +387,3 @@ def smooth_calibration_curve(
             curve.label = label
         return curves
     return curves[0]
-
-
-register_scorer("neg_smooth_ece", CalibrationScorer(smooth_ece))

@@ -12,7 +12,6 @@ from .._backend.logistic import logistic_fit
 from .._backend.user_warning import warn_user
 from .._params import StrOptions, validate_params
 from .._validation import binary_tasks, check_calibration_inputs
-from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["CalibrationSummary", "calibration_summary"]
 
@@ -224,13 +223,3 @@ def calibration_summary(
     if data.kind == "multiclass" and multi_class == "classwise":
         return out
     return out[0]
-
-
-def _ici(y_true, y_proba, *, labels=None, sample_weight=None):
-    return calibration_summary(
-        y_true, y_proba, labels=labels, sample_weight=sample_weight
-    ).ici
-
-
-_ici.__name__ = "integrated_calibration_index"
-register_scorer("neg_integrated_calibration_index", CalibrationScorer(_ici))
