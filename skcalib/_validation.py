@@ -38,6 +38,25 @@ PROBA_TOL = 1e-8
 ROW_SUM_TOL = 1e-5
 
 
+def proba_tolerances(y_proba, n_classes):
+    """``(value_tol, sum_tol)`` for probabilities given as ``y_proba``.
+
+    ``PROBA_TOL`` and ``ROW_SUM_TOL``, widened to the precision of a
+    low-precision input: one machine epsilon of its dtype for a value, and
+    ``n_classes`` of them for a row sum, which bounds the rounding of a
+    softmax computed and stored in that precision (float16 rows of 10
+    classes: off by up to 4.9e-4 measured, tolerance 9.8e-3).
+    """
+    try:
+        dtype = np.dtype(getattr(y_proba, "dtype", None))
+    except TypeError:  # not a numpy dtype (a tensor's, say)
+        return PROBA_TOL, ROW_SUM_TOL
+    if dtype.kind != "f":
+        return PROBA_TOL, ROW_SUM_TOL
+    eps = float(np.finfo(dtype).eps)
+    return max(PROBA_TOL, eps), max(ROW_SUM_TOL, n_classes * eps)
+
+
 @dataclass(frozen=True)
 class CalibrationData:
     """Canonical form of a calibration problem.
@@ -215,7 +234,8 @@ def _checked_values(arr, y_proba, name, scan):
     (sum_lo, sum_hi))`` (the row sums only for a matrix)."""
     lo, hi, sums = scan
     wide = arr.ndim == 2 and arr.shape[1] >= 2
-    if not (lo >= -PROBA_TOL and hi <= 1 + PROBA_TOL):
+    value_tol, sum_tol = proba_tolerances(y_proba, arr.shape[-1] if wide else 2)
+    if not (lo >= -value_tol and hi <= 1 + value_tol):
         _check_finite(arr, name)
         raise ValueError(
             f"{name} must contain probabilities in [0, 1]; found values in "
@@ -237,10 +257,10 @@ def _checked_values(arr, y_proba, name, scan):
             raise ValueError(
                 f"{name} must have at least 2 columns, got {arr.shape[1]}."
             )
-        if not (sums[1] - 1.0 <= ROW_SUM_TOL and 1.0 - sums[0] <= ROW_SUM_TOL):
+        if not (sums[1] - 1.0 <= sum_tol and 1.0 - sums[0] <= sum_tol):
             worst = int(np.argmax(np.abs(_row_sums(arr) - 1.0)))
             raise ValueError(
-                f"Rows of {name} must sum to 1 (tolerance {ROW_SUM_TOL:g}); "
+                f"Rows of {name} must sum to 1 (tolerance {sum_tol:g}); "
                 f"row {worst} "
                 f"sums to {arr[worst].sum():.8g}."
             )
@@ -710,7 +730,7 @@ def _checked_top_label(arr, y_proba, y_idx):
     of ``y_proba``) and reduce it to its top-label problem in the same read:
     ``(checked matrix, (correct, conf))``."""
     correct, conf, lo, hi, sum_lo, sum_hi = scan_top_label(
-        arr, y_idx, tol=(PROBA_TOL, ROW_SUM_TOL)
+        arr, y_idx, tol=proba_tolerances(y_proba, arr.shape[1])
     )
     checked = _checked_values(arr, y_proba, "y_proba", (lo, hi, (sum_lo, sum_hi)))
     if not np.may_share_memory(checked, arr):
