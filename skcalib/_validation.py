@@ -305,34 +305,63 @@ def _row_sums(arr):
     return arr @ np.ones(arr.shape[1])
 
 
-def check_estimator_proba(proba, estimator, n_samples):
+def check_estimator_proba(proba, estimator, n_samples, *, row_sums=True):
     """Check what a wrapped estimator's ``predict_proba`` returned.
 
     It must be a probability matrix with one row per sample and one column per
-    class of ``estimator.classes_``; anything else is reported with the
-    estimator's name instead of failing later inside numpy.
+    class of ``estimator.classes_`` (without ``classes_``: one row per sample,
+    one or two dimensions), values in [0, 1] and rows summing to one; anything
+    else is reported with the estimator's name instead of failing later
+    inside numpy, or passing once clipped. ``row_sums=False`` leaves the row
+    sums, and NaN or infinity, to a caller that checks them in a pass of its
+    own.
+
+    Returns
+    -------
+    proba : ndarray
+        The float64 probabilities (clipped to [0, 1] within the tolerance).
     """
     name = _proba_name(estimator)
-    n_classes = len(estimator.classes_)
+    classes = getattr(estimator, "classes_", None)
     shape = np.shape(proba)
-    if shape != (n_samples, n_classes):
+    if classes is not None:
+        ok, expected = shape == (n_samples, len(classes)), (n_samples, len(classes))
+    else:
+        ok, expected = len(shape) in (1, 2) and shape[0] == n_samples, (n_samples,)
+    if not ok:
         raise ValueError(
             f"{name} returned an array of shape {shape}; expected "
-            f"({n_samples}, {n_classes}): one row per sample and one column per "
-            "class of classes_."
+            f"{expected}: one row per sample"
+            + (" and one column per class of classes_." if classes is not None else ".")
         )
-    return check_probability_array(proba, name=f"the output of {name}")
+    name = f"the output of {name}"
+    if row_sums:
+        return check_probability_array(proba, name=name)
+    arr = _float_array(proba, name, finite=False)
+    lo, hi, _ = _scan_probabilities(arr, wide=False)
+    value_tol, _ = proba_tolerances(proba, arr.shape[-1])
+    # NaN and infinity are left to the caller's row check, which names the row.
+    if (
+        np.isfinite(lo)
+        and np.isfinite(hi)
+        and not (lo >= -value_tol and hi <= 1 + value_tol)
+    ):
+        raise ValueError(
+            f"{name} must contain probabilities in [0, 1]; found values in "
+            f"[{lo:.6g}, {hi:.6g}]."
+        )
+    return arr
 
 
-def row_sum_error(proba, estimator):
+def row_sum_error(proba, estimator, tol=ROW_SUM_TOL):
     """The error for an estimator's probabilities whose rows do not all sum
-    to one (within ``ROW_SUM_TOL``) or that hold NaN, naming the worst row."""
+    to one (within ``tol``) or that hold NaN, naming the worst row."""
     proba = np.asarray(proba, dtype=np.float64)
     dev = np.abs(proba.sum(axis=1) - 1.0)
     worst = int(np.argmax(np.where(np.isnan(dev), np.inf, dev)))
     return ValueError(
         f"Rows of the output of {_proba_name(estimator)} must sum to 1 "
-        f"(tolerance {ROW_SUM_TOL:g}) and hold no NaN; row {worst} is "
+        f"(tolerance {tol:g}) and hold no NaN; row {worst} is "
         f"{np.array2string(proba[worst], threshold=6, precision=8)}."
     )
 

@@ -46,9 +46,10 @@ from ._params import (
     validate_params,
 )
 from ._validation import (
-    ROW_SUM_TOL,
     check_cv_splits,
+    check_estimator_proba,
     check_probability_array,
+    proba_tolerances,
     row_sum_error,
 )
 
@@ -328,8 +329,11 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            If a row of the base estimator's probabilities holds NaN or does
-            not sum to one (within 1e-5). Values outside [0, 1] are clipped.
+            If the base estimator's ``predict_proba`` returns an array whose
+            shape is not ``(n_samples, n_classes)``, values outside [0, 1]
+            (beyond a tolerance of 1e-8, within which they are clipped), NaN,
+            or rows that do not sum to one (within 1e-5); the tolerances
+            widen to the precision of a float16 or float32 output.
         """
         if not hasattr(self, "estimator_"):
             # Only then: check_is_fitted reads the wrapped model's tags, which
@@ -342,21 +346,24 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # predicts (the draws are the same as after it).
         n_samples, n_classes = _num_samples(X), len(self.classes_)
         noise = _backend.perturbation_noise_async(n_samples, n_classes, scale, rng)
-        proba = self.estimator_.predict_proba(X)
+        raw = self.estimator_.predict_proba(X)
         noise = noise.result()
-        if np.shape(proba) != (n_samples, n_classes):
-            # Not the shape the noise was drawn for (a base estimator with
-            # unusual output): draw afresh from the generator.
-            noise = None
+        # Shape and range here, naming the base estimator; the row sums in
+        # the pass that perturbs (values within the tolerance are clipped).
+        proba = check_estimator_proba(raw, self.estimator_, n_samples, row_sums=False)
+        sum_tol = proba_tolerances(raw, n_classes)[1]
         # Written into a buffer of our own (the noise's), never into the base
-        # estimator's output, which it may still hold. The rows are checked
-        # in the same pass (values outside [0, 1] are clipped).
+        # estimator's output, which it may still hold.
         try:
             return _backend.perturb_proba(
-                proba, scale, rng, noise=noise, row_sum_tol=ROW_SUM_TOL
+                proba,
+                scale,
+                rng,
+                noise=noise,
+                row_sum_tol=sum_tol,
             )
         except _backend.RowSumError:
-            raise row_sum_error(proba, self.estimator_) from None
+            raise row_sum_error(proba, self.estimator_, sum_tol) from None
 
     def predict(self, X):
         """Class of largest perturbed probability.

@@ -5,8 +5,77 @@ Each test here failed before the fix it guards (issue 43, section 5).
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.frozen import FrozenEstimator
 
-from skcalib.metrics import smooth_ece
+from skcalib import PerturbedClassifier
+from skcalib.metrics import get_scorer, smooth_ece
+
+
+class BrokenOutput(ClassifierMixin, BaseEstimator):
+    """A classifier whose ``predict_proba`` returns ``kind`` of bad output."""
+
+    def __init__(self, kind="good", n_classes=2):
+        self.kind = kind
+        self.n_classes = n_classes
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        k = self.n_classes
+        e = np.exp(X[:, :k] if X.shape[1] >= k else np.tile(X[:, :1], (1, k)))
+        P = e / e.sum(axis=1, keepdims=True)
+        if self.kind == "one column":
+            return P[:, 1:2]
+        if self.kind == "1-D":
+            return P[:, 1]
+        if self.kind == "n - 1 rows":
+            return P[:-1]
+        if self.kind == "out of range":
+            # sums to one, and clipping would make it look valid
+            P[3, :2] = [1.5, -0.5]
+            P[3, 2:] = 0.0
+        return P
+
+
+def _data(n_classes=2, n=200):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 4))
+    y = np.arange(n) % n_classes
+    return X, y
+
+
+BAD_KINDS = [
+    ("one column", "BrokenOutput.predict_proba returned an array of shape"),
+    ("1-D", "BrokenOutput.predict_proba returned an array of shape"),
+    ("n - 1 rows", "BrokenOutput.predict_proba returned an array of shape"),
+    ("out of range", r"output of BrokenOutput.predict_proba must contain .*\[0, 1\]"),
+]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("kind, match", BAD_KINDS)
+def test_perturbed_classifier_checks_its_base_output(kind, match, n_classes):
+    X, y = _data(n_classes)
+    good = PerturbedClassifier(BrokenOutput("good", n_classes), random_state=0)
+    assert good.fit(X, y).predict_proba(X).shape == (len(X), n_classes)
+    clf = PerturbedClassifier(BrokenOutput(kind, n_classes), random_state=0)
+    with pytest.raises(ValueError, match=match):
+        clf.fit(X, y).predict_proba(X)
+
+
+@pytest.mark.parametrize("name", ["neg_smooth_ece", "neg_calibration_error_bound"])
+@pytest.mark.parametrize("kind, match", BAD_KINDS)
+def test_scorers_check_the_model_output(name, kind, match):
+    X, y = _data(3 if name == "neg_smooth_ece" else 2)
+    k = len(np.unique(y))
+    scorer = get_scorer(name)
+    assert np.isfinite(scorer(BrokenOutput("good", k).fit(X, y), X, y))
+    with pytest.raises(ValueError, match=match):
+        scorer(BrokenOutput(kind, k).fit(X, y), X, y)
 
 
 def _float16_softmax(n=400, k=10, seed=0):
@@ -39,3 +108,24 @@ def test_float16_softmax_rows_pass_the_tolerance_of_their_precision():
     # ... and float64 rows keep the float64 tolerance.
     with pytest.raises(ValueError, match=r"tolerance 1e-05"):
         smooth_ece(y, P.astype(np.float64))
+
+
+def test_perturbed_classifier_accepts_a_float16_model():
+    y, P = _float16_softmax(k=3)
+
+    class Half(BrokenOutput):
+        def predict_proba(self, X):
+            return P
+
+    clf = PerturbedClassifier(FrozenEstimator(Half().fit(P, y)), random_state=0)
+    out = clf.fit(P, y).predict_proba(P)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_bound_scorer_names_the_perturbed_model():
+    # Through a PerturbedClassifier the bound scorer reads its base model's
+    # output checked by name, too.
+    X, y = _data(2)
+    clf = PerturbedClassifier(BrokenOutput("out of range"), random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="BrokenOutput.predict_proba"):
+        get_scorer("neg_calibration_error_bound")(clf, X, y)

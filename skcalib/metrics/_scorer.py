@@ -17,6 +17,7 @@ import functools
 import numbers
 
 from .._params import IsCallable, Options, validate_params
+from .._validation import check_estimator_proba
 
 __all__ = [
     "CalibrationBoundScorer",
@@ -85,7 +86,12 @@ class CalibrationScorer:
         """Return ``sign * score_func(y_true, estimator.predict_proba(X))``."""
         if sample_weight is not None:
             kwargs["sample_weight"] = sample_weight
-        proba = estimator.predict_proba(X)
+        from sklearn.utils.validation import _num_samples
+
+        # Checked here, so that bad output names the estimator that made it.
+        proba = check_estimator_proba(
+            estimator.predict_proba(X), estimator, _num_samples(X)
+        )
         labels = getattr(estimator, "classes_", None)
         return self._sign * self._score(estimator, y_true, proba, labels, **kwargs)
 
