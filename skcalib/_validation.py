@@ -143,6 +143,9 @@ def _check_y_true(y_true, name="y_true", *, finite=True):
     if _is_pandas_like(y_true):
         y_true = y_true.to_numpy()
     y_true = np.asarray(y_true)
+    if y_true.dtype.kind == "c":
+        # scikit-learn's column_or_1d would print the whole array
+        raise ValueError(_COMPLEX.format(name))
     if y_true.ndim == 2 and y_true.shape[1] == 1:
         y_true = y_true[:, 0]
     if y_true.ndim != 1:
@@ -1102,7 +1105,8 @@ def _column_or_1d(y, *, warn=False):
 
 def _refuse_text(x, name):
     # numpy and check_array would parse "0.3" as a number: text is a mistake
-    # about the column, not a probability.
+    # about the column, not a probability. check_array would print a whole
+    # complex array in its message.
     kind = getattr(getattr(x, "dtype", None), "kind", None)
     if kind is None and not hasattr(x, "__array__"):
         kind = np.asarray(x, dtype=object).dtype.kind
@@ -1113,6 +1117,11 @@ def _refuse_text(x, name):
         values = ()
     if kind in ("U", "S") or any(isinstance(v, (str, bytes)) for v in values):
         raise ValueError(f"{name} must be numeric probabilities, got text values.")
+    if kind == "c" or any(isinstance(v, complex) for v in values):
+        raise ValueError(_COMPLEX.format(name))
+
+
+_COMPLEX = "{} holds complex numbers; labels, probabilities and weights are real."
 
 
 def _float_array(x, name, *, copy=False, finite=True):

@@ -418,7 +418,8 @@ class PerturbationScaleResult:
     base_scores : ndarray of shape (n_folds,)
         Score of the unperturbed base model on each test fold.
     scoring : str
-        Name (or repr) of the scorer.
+        Name (or repr) of the scorer; ``"score"`` for the estimator's
+        ``score`` method.
     tolerance : float
         Largest accepted loss ``base_score_mean - score_mean``.
     recommended_scale : float
@@ -513,6 +514,18 @@ def _check_scales(scales):
     return np.unique(values.astype(np.float64))
 
 
+def _passthrough_scorer(estimator):
+    from sklearn.metrics import check_scoring
+
+    return check_scoring(estimator, scoring=None)
+
+
+def _scoring_name(scoring, scorer):
+    if scoring is None:
+        return "score"
+    return scoring if isinstance(scoring, str) else repr(scorer)
+
+
 class _KnownProba(FrozenEstimator):
     """A frozen classifier whose ``predict_proba`` of one ``X`` is already known.
 
@@ -590,9 +603,11 @@ def select_perturbation_scale(
     scales : array-like of float in [2**-16, 1], default=None
         Candidate scales; ``None`` means ``2.0 ** -np.arange(3, 10)``
         (1/8 down to 1/512). Sorted increasingly in the result.
-    scoring : str or callable, default="roc_auc"
+    scoring : str, callable or None, default="roc_auc"
         Score to preserve (greater is better), any name accepted by
-        :func:`skcalib.metrics.get_scorer` or a scorer callable.
+        :func:`skcalib.metrics.get_scorer` or a scorer callable; ``None`` is
+        the estimator's ``score`` method (accuracy for a classifier), as in
+        :func:`sklearn.model_selection.cross_validate`.
         ``"roc_auc"`` with more than two classes in ``y`` is the one-vs-rest
         AUROC, ``"roc_auc_ovr"``.
     tolerance : float, default=0.01
@@ -652,7 +667,9 @@ def select_perturbation_scale(
     y = np.asarray(y)
     if isinstance(scoring, str) and scoring == "roc_auc" and np.unique(y).size > 2:
         scoring = "roc_auc_ovr"
-    scorer = get_scorer(scoring)
+    # None is the estimator's own score method (accuracy for a classifier),
+    # as in scikit-learn's model selection.
+    scorer = get_scorer(scoring) if scoring is not None else _passthrough_scorer(base)
     splits = check_cv_splits(cv, X, y, groups)
     seeds = rng.integers(0, 2**32 - 1, size=len(splits))
 
@@ -688,7 +705,7 @@ def select_perturbation_scale(
         scales=scales,
         scores=scores,
         base_scores=base_scores,
-        scoring=scoring if isinstance(scoring, str) else repr(scorer),
+        scoring=_scoring_name(scoring, scorer),
         tolerance=tolerance,
         recommended_scale=recommended,
         bound_method=bound_method,

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
 
-from skcalib import PerturbedClassifier
-from skcalib.metrics import get_scorer, smooth_ece
+from skcalib import PerturbedClassifier, select_perturbation_scale
+from skcalib.metrics import binned_calibration_error, get_scorer, smooth_ece
 
 
 class BrokenOutput(ClassifierMixin, BaseEstimator):
@@ -76,6 +78,58 @@ def test_scorers_check_the_model_output(name, kind, match):
     assert np.isfinite(scorer(BrokenOutput("good", k).fit(X, y), X, y))
     with pytest.raises(ValueError, match=match):
         scorer(BrokenOutput(kind, k).fit(X, y), X, y)
+
+
+@pytest.mark.parametrize("metric", [smooth_ece, binned_calibration_error])
+def test_scalar_weight_with_groups(metric):
+    # A scalar weight is every row's weight: the same result as that many
+    # equal weights, group by group.
+    rng = np.random.default_rng(1)
+    p = rng.uniform(size=300)
+    y = (rng.uniform(size=300) < p).astype(int)
+    g = np.arange(300) % 3
+    scalar = metric(y, p, sample_weight=2.0, groups=g)
+    full = metric(y, p, sample_weight=np.full(300, 2.0), groups=g)
+    np.testing.assert_array_equal(scalar.values, full.values)
+    np.testing.assert_array_equal(scalar.weights, [200.0, 200.0, 200.0])
+
+
+def test_select_perturbation_scale_with_the_estimators_own_score():
+    # scoring=None is the estimator's score method (accuracy), as in
+    # cross_validate; the base scores are the folds' accuracies by hand.
+    X, y = _data(2, n=300)
+    X[:, 0] += y  # learnable
+    cv = StratifiedKFold(3)
+    res = select_perturbation_scale(
+        LogisticRegression(),
+        X,
+        y,
+        scoring=None,
+        cv=cv,
+        scales=[2**-6],
+        bound_method=None,
+        random_state=0,
+    )
+    by_hand = [
+        LogisticRegression().fit(X[tr], y[tr]).score(X[te], y[te])
+        for tr, te in cv.split(X, y)
+    ]
+    np.testing.assert_allclose(res.base_scores, by_hand)
+    assert res.scoring == "score"
+    assert res.scores.shape == (1, 3) and np.all((res.scores >= 0) & (res.scores <= 1))
+
+
+@pytest.mark.parametrize("where", ["y_true", "y_proba", "sample_weight"])
+def test_complex_input_is_refused_without_the_array(where):
+    n = 5000
+    y, p, w = np.arange(n) % 2, np.full(n, 0.5), np.ones(n)
+    args = {"y_true": y, "y_proba": p, "sample_weight": w}
+    args[where] = args[where] + 0.5j
+    with pytest.raises(ValueError) as info:
+        smooth_ece(**args)
+    message = str(info.value)
+    assert where in message and "complex" in message
+    assert len(message) < 150  # not the whole array
 
 
 def _float16_softmax(n=400, k=10, seed=0):
