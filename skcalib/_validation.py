@@ -1074,6 +1074,11 @@ def check_column_labels(y, n_samples, n_columns, *, name="y"):
         )
     if present.shape[0] == n_columns:
         return present, index
+    if present.dtype.kind == "O" and all(
+        isinstance(v, numbers.Integral) for v in present
+    ):
+        # integers held as objects (a pandas object column) are integers
+        present = present.astype(np.int64)
     if (
         present.shape[0] < n_columns
         and present.dtype.kind in "biuf"

@@ -10,7 +10,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
-from skcalib import PerturbedClassifier, select_perturbation_scale
+from skcalib import KernelRecalibrator, PerturbedClassifier, select_perturbation_scale
 from skcalib.metrics import binned_calibration_error, get_scorer, smooth_ece
 
 
@@ -174,6 +174,18 @@ def test_perturbed_classifier_accepts_a_float16_model():
     clf = PerturbedClassifier(FrozenEstimator(Half().fit(P, y)), random_state=0)
     out = clf.fit(P, y).predict_proba(P)
     np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_recalibrator_takes_integer_labels_held_as_objects():
+    # Labels 0 and 1 of a 3-column matrix are column indices, whether their
+    # dtype is int or object (a pandas object column).
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), size=300)
+    y = rng.integers(0, 2, size=300)
+    a = KernelRecalibrator(base="temperature", bandwidth=0.1).fit(P, y)
+    b = KernelRecalibrator(base="temperature", bandwidth=0.1).fit(P, y.astype(object))
+    np.testing.assert_array_equal(b.classes_, [0, 1, 2])
+    np.testing.assert_allclose(b.transform(P), a.transform(P))
 
 
 def test_bound_scorer_names_the_perturbed_model():
