@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .._backend.progress import Progress
-from .._validation import MAX_BOOTSTRAP
+from .._params import MAX_BOOTSTRAP
 from ._progress import StepProgress
 from ._read import (
     _SUFFIXES,

@@ -12,7 +12,6 @@ from .._params import (
     AnyOf,
     Interval,
     StrOptions,
-    check_param,
     validate_params,
 )
 from .._validation import binary_tasks
@@ -21,7 +20,6 @@ from ._plotting import (
     CONSISTENCY_LABEL,
     CONSISTENCY_STYLE,
     ReliabilityDisplayBase,
-    check_consistency,
     consistency_bands,
     consistency_label,
     merge_style,
@@ -432,10 +430,6 @@ default=None
         random_state,
         n_jobs,
     ):
-        consistency_band, n_consistency = check_consistency(
-            consistency_band, n_consistency
-        )
-        confidence_level = check_param("confidence_level", confidence_level)
         res = binned_calibration_error(
             y_true,
             y_proba,

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import AnyOf, ListOf, NoneOr, StrOptions, validate_params
-from .._validation import (
-    check_calibration_inputs,
-    check_estimator_proba,
+from .._params import (
+    AnyOf,
+    ListOf,
+    NoneOr,
+    StrOptions,
     check_random_generator,
+    validate_params,
 )
+from .._validation import check_calibration_inputs, check_estimator_proba
 from ..metrics import binned_calibration_error
 from ..metrics._bounds import calibration_error_bound
 from ._binned import N_BINS

@@ -16,14 +16,11 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._backend import consistency as _cs
 from .._meta import align_proba_columns
+from .._params import check_seed_sequence
 from .._validation import (
-    MAX_BOOTSTRAP,
-    check_bool,
     check_calibration_inputs,
     check_groups,
-    check_int,
     check_sample_weight,
-    check_seed_sequence,
     check_target,
 )
 
@@ -307,15 +304,6 @@ CONSISTENCY_STYLE = {
     "hatch": "////",
     "linewidth": 0,
 }
-
-
-def check_consistency(consistency_band, n_consistency):
-    """``(consistency_band, n_consistency)`` checked."""
-    consistency_band = check_bool(consistency_band, "consistency_band")
-    n_consistency = check_int(
-        n_consistency, "n_consistency", min_val=1, max_val=MAX_BOOTSTRAP
-    )
-    return consistency_band, n_consistency
 
 
 def consistency_bands(batches, n_consistency, confidence_level, random_state, n_jobs):

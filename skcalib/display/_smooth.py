@@ -9,14 +9,20 @@ import numpy as np
 from .._backend.consistency import SmoothCurveBatch
 from .._backend.density import grid_samples, local_sample_size, score_density
 from .._backend.smece import LOGIT_EPS, GridGeometry
-from .._params import MAX_BOOTSTRAP, AnyOf, Interval, StrOptions, validate_params
-from .._validation import binary_tasks, check_random_generator
+from .._params import (
+    MAX_BOOTSTRAP,
+    AnyOf,
+    Interval,
+    StrOptions,
+    check_random_generator,
+    validate_params,
+)
+from .._validation import binary_tasks
 from ..metrics import smooth_calibration_curve
 from ._plotting import (
     CONSISTENCY_LABEL,
     CONSISTENCY_STYLE,
     ReliabilityDisplayBase,
-    check_consistency,
     consistency_bands,
     consistency_label,
     level_text,
@@ -615,9 +621,6 @@ default=None
         n_consistency,
         **opts,
     ):
-        consistency_band, n_consistency = check_consistency(
-            consistency_band, n_consistency
-        )
         curves = smooth_calibration_curve(
             y_true,
             y_proba,
@@ -737,13 +740,6 @@ density_panel, fade_below, despine
         'Classifier (smECE = 0.0...)'
         >>> plt.close(disp.figure_)
         """
-        from ..metrics import CalibrationAccumulator
-
-        if not isinstance(accumulator, CalibrationAccumulator):
-            raise TypeError(
-                "accumulator must be a fitted CalibrationAccumulator; got "
-                f"{type(accumulator).__name__}."
-            )
         curves = accumulator.calibration_curve()
         n_classes = len(accumulator.classes_)
         multi_class = accumulator.multi_class if n_classes > 2 else None

@@ -41,7 +41,7 @@ _LAZY = {
     "StreamingCalibrationBound": "._streaming_bound",
     "binned_calibration_error": "._binned",
     "BinnedCalibrationResult": "._results",
-    "CalibrationBoundScorer": "._bound_scorer",
+    "CalibrationBoundScorer": "._scorer",
     "CalibrationBound": "._results",
     "calibration_error_bound": "._bounds",
     "KDECalibrationResult": "._results",

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .._backend import smece as _sm
@@ -28,18 +30,22 @@ from .._backend.distributed import (
     node_statistics,
 )
 from .._backend.grid import FINE_M
-from .._params import check_param
+from .._params import (
+    MAX_BINS,
+    RULES,
+    Interval,
+    check_binned_options,
+    check_estimator_params,
+    check_sigma,
+    validate_params,
+)
 from .._validation import (
     binary_tasks,
-    check_binned_options,
-    check_bool,
     check_calibration_inputs,
     check_label_chunk,
-    check_option,
     check_probability_array,
     check_same_label_kind,
     check_sample_weight,
-    check_sigma,
     default_pos_label,
     greater_label,
 )
@@ -154,6 +160,12 @@ class CalibrationAccumulator:
     0.01022
     """
 
+    _parameter_constraints = {
+        "pos_label": RULES["pos_label"],
+        "labels": RULES["labels"],
+        "multi_class": RULES["multi_class"],
+    }
+
     def __init__(self, *, pos_label=None, labels=None, multi_class="top-label"):
         self.pos_label = pos_label
         self.labels = labels
@@ -244,6 +256,7 @@ class CalibrationAccumulator:
         pos = greater_label(self.classes_) if self.pos_label is None else self.pos_label
         return proba[:, _position(self.classes_, pos)]
 
+    @validate_params()
     def partial_fit(self, y_true, y_proba, sample_weight=None):
         """Add a chunk of labels and predicted probabilities.
 
@@ -294,7 +307,7 @@ class CalibrationAccumulator:
     # -- multiclass: one binary accumulator per reduced problem -------------
     def _multiclass_chunk(self, proba):
         """Whether ``proba`` is a multiclass chunk (raises on a change of kind)."""
-        check_option("multi_class", self.multi_class, ("top-label", "classwise"))
+        check_estimator_params(self)
         multiclass = proba.ndim == 2 and proba.shape[1] > 2
         started = getattr(self, "n_samples_", 0) > 0 or hasattr(self, "tasks_")
         if started and multiclass != hasattr(self, "tasks_"):
@@ -706,6 +719,7 @@ class CalibrationAccumulator:
         stats = [part._statistics() for part in self._parts()]
         return np.stack(stats) if self._reduction() == "classwise" else stats[0]
 
+    @validate_params()
     def smooth_ece(self, *, sigma=None, return_details=False):
         """SmoothECE of the accumulated data (see :func:`smooth_ece`).
 
@@ -721,7 +735,6 @@ class CalibrationAccumulator:
         smece : float or SmoothECEResult
             The mean over classes for ``multi_class="classwise"``.
         """
-        check_bool(return_details, "return_details")
         fits = [self._smece(sigma, part._statistics()) for part in self._parts()]
         value = float(np.mean([v for v, _ in fits]))
         if not return_details:
@@ -748,6 +761,7 @@ class CalibrationAccumulator:
         sigma = check_sigma(sigma)
         return _sm.smece_at(stats, sigma, _L1), sigma
 
+    @validate_params()
     def calibration_curve(self, *, sigma=None):
         """Smooth reliability curve of the accumulated data.
 
@@ -786,6 +800,7 @@ class CalibrationAccumulator:
             curve.label = label
         return curves
 
+    @validate_params(n_bins=Interval(numbers.Integral, 1, MAX_BINS))
     def binned_calibration_error(
         self, *, n_bins=15, norm="l1", debias=False, root=True, return_details=False
     ):
@@ -821,8 +836,7 @@ class CalibrationAccumulator:
         error : float or BinnedCalibrationResult
             The mean over classes for ``multi_class="classwise"``.
         """
-        n_bins = check_param("n_bins", n_bins)
-        check_binned_options(norm, debias, root, return_details)
+        check_binned_options(norm, debias, root)
         tables = [part._bin_table(n_bins) for part in self._parts()]
         values = [binned_error_value(t, norm, debias, not root) for t in tables]
         value = float(np.mean(values))

@@ -13,21 +13,16 @@ from .._backend.binning import (
     uniform_edges,
 )
 from .._backend.distributed import any_dask
-from .._validation import (
-    binary_tasks,
-    check_binned_options,
-    check_calibration_inputs,
-    check_n_bins,
-    check_option,
-)
+from .._params import check_binned_options, check_n_bins, validate_params
+from .._validation import binary_tasks, check_calibration_inputs
 from ._dask import dask_binned_calibration_error
 from ._groups import by_group
 from ._results import BinnedCalibrationResult
-from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["binned_calibration_error"]
 
 
+@validate_params()
 @by_group
 def binned_calibration_error(
     y_true,
@@ -188,9 +183,7 @@ def binned_calibration_error(
             labels=labels,
             return_details=return_details,
         )
-    check_option("strategy", strategy, ("uniform", "quantile"))
-    check_option("multi_class", multi_class, ("top-label", "classwise"))
-    check_binned_options(norm, debias, root, return_details)
+    check_binned_options(norm, debias, root)
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
@@ -234,17 +227,3 @@ def binned_calibration_error(
         multi_class=multi_class if data.kind == "multiclass" else "binary",
         n_samples=data.n_samples,
     )
-
-
-register_scorer(
-    "neg_expected_calibration_error",
-    CalibrationScorer(
-        binned_calibration_error, n_bins=15, strategy="uniform", norm="l1"
-    ),
-)
-register_scorer(
-    "neg_l2_calibration_error",
-    CalibrationScorer(
-        binned_calibration_error, n_bins="cbrt", strategy="quantile", norm="l2"
-    ),
-)

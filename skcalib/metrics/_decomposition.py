@@ -11,7 +11,6 @@ from .._backend import decomposition as _dc
 from .._backend.user_warning import warn_user
 from .._params import StrOptions, validate_params
 from .._validation import binary_tasks, check_calibration_inputs
-from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["ScoreDecomposition", "score_decomposition"]
 
@@ -195,23 +194,3 @@ def score_decomposition(
     return ScoreDecomposition(
         float(total), float(mcb), float(dsc), float(unc), score, data.n_samples
     )
-
-
-def _brier_miscalibration(y_true, y_proba, *, labels=None, sample_weight=None):
-    return score_decomposition(
-        y_true, y_proba, score="brier", labels=labels, sample_weight=sample_weight
-    ).miscalibration
-
-
-def _log_loss_miscalibration(y_true, y_proba, *, labels=None, sample_weight=None):
-    return score_decomposition(
-        y_true, y_proba, score="log_loss", labels=labels, sample_weight=sample_weight
-    ).miscalibration
-
-
-_brier_miscalibration.__name__ = "brier_miscalibration"
-_log_loss_miscalibration.__name__ = "log_loss_miscalibration"
-register_scorer("neg_brier_miscalibration", CalibrationScorer(_brier_miscalibration))
-register_scorer(
-    "neg_log_loss_miscalibration", CalibrationScorer(_log_loss_miscalibration)
-)

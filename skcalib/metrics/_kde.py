@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .._backend.bandwidth import select_dirichlet_bandwidth
 from .._backend.progress import Progress
 from .._backend.smoothing import dirichlet_nw, kde_error_terms
 from .._backend.user_warning import warn_user
-from .._params import check_param
-from .._validation import (
-    binary_tasks,
-    check_bool,
-    check_calibration_inputs,
-    check_kde_options,
+from .._params import (
+    AnyOf,
+    Boolean,
+    Interval,
+    StrOptions,
+    check_kde_debias,
     check_random_generator,
+    validate_params,
 )
+from .._validation import binary_tasks, check_calibration_inputs
 from ._groups import by_group
 from ._results import KDECalibrationResult
-from ._scorer import CalibrationScorer, register_scorer
 
 # Beyond this many kernel evaluations per class (5e4 samples, minutes of
 # work) the full estimate warns and points at max_samples.
@@ -93,6 +96,14 @@ def _sampling_standard_error(w, terms, value, n_pool, weight):
     return float(np.sqrt(var) / mean_w)
 
 
+@validate_params(
+    p=Interval(numbers.Real, 1, None),
+    bandwidth=AnyOf(
+        StrOptions("mle", "risk"), Interval(numbers.Real, 0, None, closed="neither")
+    ),
+    multi_class=StrOptions("canonical", "classwise", "top-label"),
+    debias=AnyOf(StrOptions("auto"), Boolean()),
+)
 @by_group
 def kde_calibration_error(
     y_true,
@@ -276,13 +287,9 @@ def kde_calibration_error(
     >>> print(f"{np.mean(np.sum((proba - overconfident) ** 2, axis=1)):.4f}")
     0.0341
     """
-    check_bool(return_details, "return_details")
-    check_param("max_samples", max_samples)
-    check_param("random_state", random_state)
-    check_param("verbose", verbose)
-    p, bandwidth, debias = check_kde_options(
-        p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
-    )
+    p = float(p)
+    bandwidth = bandwidth if isinstance(bandwidth, str) else float(bandwidth)
+    debias = check_kde_debias(debias, p)
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )
@@ -355,6 +362,3 @@ def kde_calibration_error(
         debiased=debias,
         multi_class="binary" if data.kind == "binary" else multi_class,
     )
-
-
-register_scorer("neg_kde_calibration_error", CalibrationScorer(kde_calibration_error))

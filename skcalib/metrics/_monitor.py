@@ -16,8 +16,7 @@ from .._backend import monitoring as _mon
 from .._backend import smece as _sm
 from .._backend.distributed import node_statistics
 from .._backend.grid import FINE_M
-from .._params import MAX_BOOTSTRAP, Interval, check_param
-from .._validation import check_random_generator
+from .._params import MAX_BOOTSTRAP, Interval, check_param, check_random_generator
 from ._accumulator import CalibrationAccumulator
 
 __all__ = ["CalibrationMonitor", "ChangeTestResult", "MonitoringReport"]

@@ -31,11 +31,17 @@ from .._backend.distributed import (
 from .._backend.grid import FINE_M
 from .._backend.tv import fit_tv_surrogate, step_extension
 from .._backend.window import NW_HALF_WIDTHS
-from .._params import RULES, Interval, StrOptions, check_param, check_params
-from .._validation import (
+from .._params import (
     MAX_STREAM_POSITION,
+    RULES,
+    Interval,
+    NoneOr,
+    StrOptions,
+    check_estimator_params,
+    validate_params,
+)
+from .._validation import (
     check_calibration_inputs,
-    check_int,
     check_perturbed_scores,
     check_probability_array,
 )
@@ -46,6 +52,8 @@ __all__ = ["StreamingCalibrationBound"]
 
 _STREAM_METHODS = ("nw", "tv")
 _MIN_TRAIN = 100
+# Position of a chunk's first sample in the stream.
+_START = NoneOr(Interval(numbers.Integral, 0, MAX_STREAM_POSITION))
 
 
 def _is_int(x):
@@ -67,9 +75,7 @@ def _state_limit():
 
 def _stream_start(start, default):
     """Position of a chunk's first sample: ``start``, or ``default`` if None."""
-    if start is None:
-        return default
-    return check_int(start, "start", min_val=0, max_val=MAX_STREAM_POSITION)
+    return default if start is None else int(start)
 
 
 class StreamingCalibrationBound:
@@ -204,13 +210,15 @@ class StreamingCalibrationBound:
         # Each fold is fitted on the kept samples of the other folds: with
         # fewer than 100 kept, one fold can be left with almost none of them.
         "max_train": Interval(numbers.Integral, _MIN_TRAIN, None),
+        "pos_label": RULES["pos_label"],
+        "labels": RULES["labels"],
         "random_state": RULES["random_state"],
     }
 
     def _setup(self):
-        from .._validation import check_random_generator
+        from .._params import check_random_generator
 
-        check_params(type(self).__name__, self.__dict__, self._parameter_constraints)
+        check_estimator_params(self)
         self.n_splits_ = int(self.n_splits)
         if self.method == "nw":
             if self.perturbation_scale is None:
@@ -253,6 +261,7 @@ class StreamingCalibrationBound:
             self.max_train_,
         )
 
+    @validate_params(start=_START)
     def partial_fit(self, y_true, y_proba, *, start=None):
         """Pass 1: add a chunk of labels and scores.
 
@@ -334,6 +343,7 @@ class StreamingCalibrationBound:
         )
         return s_train, v, fitted_variation
 
+    @validate_params(start=_START)
     def partial_validate(self, y_proba, *, start=None):
         """Pass 2: add the scores of a chunk (same stream, same order).
 
@@ -579,7 +589,7 @@ class StreamingCalibrationBound:
         params["labels"] = decode_labels(params.get("labels"), "labels")
         try:
             obj = cls(**params)
-            check_params(cls.__name__, obj.__dict__, cls._parameter_constraints)
+            check_estimator_params(obj)
         except TypeError as exc:
             raise ValueError(f"The state's parameters are invalid: {exc}") from None
         if "seed" in state.header:
@@ -745,6 +755,7 @@ class StreamingCalibrationBound:
         extra = {"n_train": int(n_train), "fitted_variation": fitted_variation}
         return terms, lower, extra
 
+    @validate_params()
     def result(self, *, return_details=False):
         """The certified bound.
 
@@ -761,7 +772,6 @@ class StreamingCalibrationBound:
             ``bandwidth`` of the :class:`CalibrationBound` is the window
             half-width ``(r + 1/2) / 2**16`` of each fold.
         """
-        check_param("return_details", return_details)
         if not hasattr(self, "valid_moments_") or self.n_validated_ == 0:
             raise _not_fitted("Run partial_validate over the data (pass 2) first.")
         if self.n_validated_ != self.n_samples_:

@@ -18,7 +18,6 @@ from .._backend.user_warning import warn_user
 from .._params import Interval, NoneOr, StrOptions, validate_params
 from .._validation import binary_tasks, check_calibration_inputs
 from ._results import _summary as _repr
-from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["CalibrationSummary", "calibration_summary"]
 
@@ -499,7 +498,3 @@ def _ici(y_true, y_proba, *, labels=None, sample_weight=None):
     w, _ = _frequency_weights(w[keep])
     gap, _ = _gaps(y[keep], s[keep], w, "loess")
     return float(np.sum(w * gap) / np.sum(w))
-
-
-_ici.__name__ = "integrated_calibration_index"
-register_scorer("neg_integrated_calibration_index", CalibrationScorer(_ici))

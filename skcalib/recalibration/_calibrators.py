@@ -47,13 +47,6 @@ def _decision_proba(estimator, X):
     return softmax(d, axis=1)
 
 
-def has_scores(estimator):
-    """Whether ``estimator`` has ``predict_proba`` or ``decision_function``."""
-    return hasattr(estimator, "predict_proba") or hasattr(
-        estimator, "decision_function"
-    )
-
-
 def _full_proba(estimator, X, classes):
     """``predict_proba`` (else the probabilities of the decision function) with
     one column per class of ``classes`` (absent ones 0)."""

@@ -30,15 +30,15 @@ from .._params import (
     Interval,
     Options,
     StrOptions,
+    check_estimator_params,
     check_param,
-    check_params,
+    check_sigma,
 )
 from .._validation import (
     as_probability_columns,
     check_column_labels,
     check_probability_matrix,
     check_sample_weight,
-    check_sigma,
 )
 
 __all__ = ["KernelRecalibrator"]
@@ -262,6 +262,8 @@ default="auto"
     array([0.05, 0.05])
     """
 
+    _parameter_constraints = _PARAMETER_RULES
+
     def __init__(
         self,
         *,
@@ -359,7 +361,7 @@ default="auto"
         -------
         self : KernelRecalibrator
         """
-        check_params(type(self).__name__, self.get_params(), _PARAMETER_RULES)
+        check_estimator_params(self)
         eps = float(self.eps)
         if y is None:
             raise ValueError(
