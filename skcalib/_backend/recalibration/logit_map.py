@@ -23,12 +23,8 @@ All kernel sums run over ``m <= MAX_NODES`` nodes at quantiles of the data,
 onto which the samples are binned linearly (weights and first moments kept
 exactly), so a fit costs ``O(n + m^2)`` per bandwidth after one binning pass.
 
-This module takes probability matrices in and gives them out; the parts live
-beside it: :mod:`.logit_scores` (log-odds of the scores),
-:mod:`.logit_nodes`, :mod:`.logit_scaling` (the parametric fits),
-:mod:`.logit_correction`, :mod:`.logit_selection` (folds and the choice
-rules), :mod:`.logit_bases`, :mod:`.logit_binary` and
-:mod:`.logit_multiclass`.
+This module is the engine's entry point: probability matrices in and out
+(the parts beside it are listed in the package's docstring).
 """
 
 from __future__ import annotations
@@ -37,17 +33,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from .binning import positive_weight_rows, relative_weights
-from .logit_binary import fit_binary_logit_map
-from .logit_correction import LogitMap
-from .logit_multiclass import fit_multiclass_logit_map
-from .logit_scores import (
+from ..binning import positive_weight_rows, relative_weights
+from .binary import fit_binary_logit_map
+from .correction import LogitMap
+from .multiclass import fit_multiclass_logit_map
+from .scores import (
     binary_log_odds,
     class_log_odds,
     log_probabilities,
     score_floor,
 )
-from .logit_selection import BANDWIDTHS, uniform_mix
+from .selection import BANDWIDTHS, uniform_mix
 
 __all__ = [
     "BANDWIDTHS",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, softmax
 
-from .binning import relative_weights
-from .logit_correction import MONOTONE
+from ..binning import relative_weights
+from .correction import MONOTONE
 
 # Candidate correction bandwidths, in units of the empirical distribution
 # function of the scores (a nearest-neighbour-like bandwidth: narrow where
@@ -50,7 +50,7 @@ MIN_BETA_ROWS = 500
 # Prior odds of temperature scaling against each other base in the
 # mixtures of bases, binary and multiclass (1 to 1 among the others, but
 # for the multiclass sigmoid base's own odds). Measured on the binary
-# mixture (the measures of AVERAGE_BASES in logit_binary): odds 2, 2.3 (the
+# mixture (the measures of AVERAGE_BASES in binary): odds 2, 2.3 (the
 # temperature-shaped truth at n = 50); 5, 1.9, -0.92 %, 4; 10, 1.6 (u2/50
 # and the temperature-shaped truth at n = 50; beta/50 1.5), -0.98 %, 3; 20,
 # 1.8 (u2/50), -0.96 %, 4. The multiclass mixture had odds 3 until the

@@ -7,14 +7,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp
 
-from .logit_bases import (
+from ..threads import one_blas_thread
+from .bases import (
     TABLE_POINTS,
     _base_log_odds,
     _fit_averaged_base,
     _fold_base_log_odds,
     predictive_log_odds,
 )
-from .logit_correction import (
+from .correction import (
     MONOTONE,
     LogitMap,
     fit_correction,
@@ -23,8 +24,8 @@ from .logit_correction import (
     node_coordinates,
     squared_gaps,
 )
-from .logit_nodes import bin_to_nodes, make_nodes
-from .logit_selection import (
+from .nodes import bin_to_nodes, make_nodes
+from .selection import (
     BASE_PRIOR_ODDS,
     MIN_BASE_WEIGHT,
     N_FOLDS,
@@ -39,7 +40,6 @@ from .logit_selection import (
     stratified_folds,
     uniform_mix,
 )
-from .threads import one_blas_thread
 
 # A binary base is not one base but the mixture of all of them (their
 # probabilities averaged), weighted by their cross-validated log scores

@@ -9,17 +9,19 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp, softmax
 
-from .logit_bases import _base_log_odds, _fit_base_coefficients
-from .logit_correction import LogitMap, fit_correction, fit_corrections
-from .logit_nodes import bin_to_nodes, make_nodes
-from .logit_scaling import (
+from ..threads import one_blas_thread
+from .bases import _base_log_odds, _fit_base_coefficients
+from .correction import LogitMap, fit_correction, fit_corrections
+from .nodes import bin_to_nodes, make_nodes
+from .row_sums import row_log_softmax, row_sums
+from .scaling import (
     _row_centred,
     fit_inverse_temperature,
     fit_matrix_scaling,
     fit_vector_scaling,
 )
-from .logit_scores import class_log_odds, log_probabilities
-from .logit_selection import (
+from .scores import class_log_odds, log_probabilities
+from .selection import (
     BASE_PRIOR_ODDS,
     MIN_BASE_WEIGHT,
     N_FOLDS,
@@ -32,8 +34,6 @@ from .logit_selection import (
     stratified_folds,
     uniform_mix,
 )
-from .row_sums import row_log_softmax, row_sums
-from .threads import one_blas_thread
 
 # Standard errors by which the matrix base must beat the other bases'
 # choice (see _matrix_challenge). Its prior already holds it near the

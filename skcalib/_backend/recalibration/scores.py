@@ -1,4 +1,6 @@
-"""Log-odds and log-probabilities of input scores, with their floors."""
+"""Probability matrices in and out of a map: the log-odds and log-probabilities
+of the input scores (with their floors), and the output rows clipped and
+renormalised."""
 
 from __future__ import annotations
 
@@ -76,3 +78,21 @@ def class_log_odds(L):
     E[rows, top] = others
     shifted -= np.log(E, out=E)
     return shifted
+
+
+def finalize_proba(Q, eps):
+    """Clip class probabilities to ``[eps, 1 - eps]`` and renormalise the rows."""
+    Q = np.clip(Q, eps, 1.0 - eps)
+    Q /= Q.sum(axis=1, keepdims=True)
+    return Q
+
+
+def normalize_rows(Q):
+    """Clip to [0, 1] and divide each row by its sum.
+
+    A row that is all zeros (every one-vs-rest map says 0) carries no
+    information and becomes the even split.
+    """
+    Q = np.clip(Q, 0.0, 1.0)
+    total = Q.sum(axis=1, keepdims=True)
+    return np.divide(Q, total, out=np.full_like(Q, 1.0 / Q.shape[1]), where=total > 0)
