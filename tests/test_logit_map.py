@@ -582,7 +582,7 @@ def test_standard_error_choice_on_paired_differences():
 def test_one_vs_rest_log_odds_match_direct_sums():
     from scipy.special import logsumexp
 
-    from skcalib._backend.recalibration.scores import class_log_odds
+    from skcalib._backend.recalibration.multiclass import class_log_odds
 
     rng = np.random.default_rng(9)
     L = np.log(rng.dirichlet(np.full(6, 0.3), 500) + FLOOR)
@@ -974,11 +974,12 @@ def _adversarial_excess(kind, n, switches, monkeypatch, n_samples=60):
     mean, 150 give 0.96)."""
     from skcalib._backend.recalibration import bases as logit_bases
     from skcalib._backend.recalibration import binary as logit_binary
+    from skcalib._backend.recalibration import selection as logit_selection
 
     modules = {
         "POSTERIOR_AVERAGE": logit_bases,
         "AVERAGE_BASES": logit_binary,
-        "STEP_PRIOR_ODDS": logit_binary,
+        "STEP_PRIOR_ODDS": logit_selection,
     }
     levels = np.array([0.1, 0.3, 0.6, 0.85])
     grid = (np.arange(2048) + 0.5) / 2048
@@ -1373,7 +1374,7 @@ def test_step_weight_is_the_posterior_of_two_models():
     # Equal held-out losses leave the prior odds: 1 / (1 + odds). A step
     # map ahead by log(odds) nats in total (over n_eff rows) is even with
     # the smooth map; further ahead it takes the weight.
-    from skcalib._backend.recalibration.binary import STEP_PRIOR_ODDS, step_weight
+    from skcalib._backend.recalibration.selection import STEP_PRIOR_ODDS, step_weight
 
     rng = np.random.default_rng(0)
     smooth = rng.uniform(0.1, 1.0, 400)

@@ -183,7 +183,7 @@ def test_fold_bases_fitted_together_are_each_fold_s_estimate(n_classes):
     fitted = logit_multiclass._ClassStatistics.many(parts, "sigmoid")
     for (Lf, yf, wf), fold in zip(parts, fitted, strict=True):
         ab, _ = fold.coef
-        Z = logit_scores.class_log_odds(Lf)
+        Z = logit_multiclass.class_log_odds(Lf)
         for k in range(n_classes):
             x = expit(Z[:, k])
             ref = _reference(x, wf * (yf == k), wf)

@@ -24,6 +24,7 @@ from .._backend.recalibration import dirichlet as _dm
 from .._backend.recalibration import grid_map as _gm
 from .._backend.recalibration import logit_map as _lm
 from .._backend.recalibration import scores as _sc
+from .._backend.recalibration.selection import uniform_mix
 from .._backend.smece import GridGeometry, solve_sigma
 from .._backend.smoothing import dirichlet_nw
 from .._params import (
@@ -376,9 +377,7 @@ default="auto"
         w = check_sample_weight(sample_weight, n)
         pseudo_count = float(self.pseudo_count)
         self.shrinkage_ = (
-            _lm.uniform_mix(w.sum())
-            if self.shrinkage == "auto"
-            else float(self.shrinkage)
+            uniform_mix(w.sum()) if self.shrinkage == "auto" else float(self.shrinkage)
         )
         prior = pseudo_count / w.sum()
         for attr in _METHOD_ATTRIBUTES:  # left by a fit with another method

@@ -17,7 +17,7 @@ Working in log-odds keeps the resolution where confident models put their
 scores (a probability-space kernel cannot tell 0.999 from 0.99999). Beyond
 the calibration data the correction is constant; a binary map is constant
 there too, a multiclass map follows its parametric base (see
-:class:`LogitMap`).
+:class:`.correction.LogitMap`).
 
 All kernel sums run over ``m <= MAX_NODES`` nodes at quantiles of the data,
 onto which the samples are binned linearly (weights and first moments kept
@@ -35,28 +35,10 @@ import numpy as np
 
 from ..binning import positive_weight_rows, relative_weights
 from .binary import fit_binary_logit_map
-from .correction import LogitMap
 from .multiclass import fit_multiclass_logit_map
-from .scores import (
-    binary_log_odds,
-    class_log_odds,
-    log_probabilities,
-    score_floor,
-)
-from .selection import BANDWIDTHS, uniform_mix
+from .scores import binary_log_odds, log_probabilities, score_floor
 
-__all__ = [
-    "BANDWIDTHS",
-    "LogitMap",
-    "binary_log_odds",
-    "class_log_odds",
-    "fit_binary_logit_map",
-    "fit_logit_map",
-    "fit_multiclass_logit_map",
-    "logit_map_proba",
-    "log_probabilities",
-    "uniform_mix",
-]
+__all__ = ["fit_logit_map", "logit_map_proba"]
 
 
 # Larger total weights are scaled down to it (see fit_logit_map).

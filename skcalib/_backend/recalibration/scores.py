@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .row_sums import row_sums
-
 # Added to probabilities before the logarithm (as scikit-learn's temperature
 # scaling does), so that a zero probability becomes a finite log-odds of -27.6.
 LOGIT_FLOOR = 1e-12
@@ -57,27 +55,6 @@ def binary_log_odds(P, floor=None):
     """Log-odds of the second column of a two-column probability matrix."""
     L = log_probabilities(P, floor)
     return L[:, 1] - L[:, 0]
-
-
-def class_log_odds(L):
-    """One-vs-rest log-odds ``L_k - log sum_{j != k} exp(L_j)`` of each column."""
-    n = L.shape[0]
-    rows = np.arange(n)
-    top = np.argmax(L, axis=1)
-    shifted = L - L[rows, top][:, None]
-    E = np.exp(shifted)
-    E[rows, top] = 0.0
-    others = row_sums(E)
-    # With the top class's exp(0) = 1 in the sum, sum_{j != k} = S - E_k is
-    # at least 1 for the other classes: the subtraction loses nothing. The
-    # top class's sum of the others is added without it, so that a
-    # dominant class keeps the digits of the rest (absolute error ~1e-16
-    # throughout, as the running log-sums had). One exp and one log per
-    # entry, where running log-sums took 2 (K - 1) logaddexp per row.
-    np.subtract((others + 1.0)[:, None], E, out=E)
-    E[rows, top] = others
-    shifted -= np.log(E, out=E)
-    return shifted
 
 
 def finalize_proba(Q, eps):
