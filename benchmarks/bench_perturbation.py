@@ -52,9 +52,9 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_info
 
 from skcalib import PerturbedClassifier, select_perturbation_scale
-from skcalib._backend import sech_sampler
-from skcalib._backend.perturbation import perturb_proba, perturbation_noise_async
-from skcalib._backend.sech_sampler import sech_noise, sech_sample
+from skcalib._backend.sech import sampler as sech_sampler
+from skcalib._backend.sech.perturbation import perturb_proba, perturbation_noise_async
+from skcalib._backend.sech.sampler import sech_noise, sech_sample
 from skcalib.perturbation import DEFAULT_SCALE
 
 # run_all.py runs rows() again with numba unimportable.
@@ -287,7 +287,7 @@ def rows(full=False):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _common import peak_mb, race, row
 
-    from skcalib._backend.sech_compiled import HAVE_NUMBA
+    from skcalib._backend.sech.compiled import HAVE_NUMBA
 
     n_rows, n_features = (10**6, 20) if full else (2 * 10**5, 20)
     out = []

@@ -27,8 +27,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._backend import perturbation as _backend
 from ._backend.progress import Progress
+from ._backend.sech import perturbation as _backend
 from ._backend.user_warning import record_warnings, warn_once_each
 from ._meta import (
     align_proba_columns,

@@ -23,11 +23,11 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skcalib import PerturbedClassifier, perturb_proba, select_perturbation_scale
-from skcalib._backend import perturbation as backend
-from skcalib._backend import sech_sampler
 from skcalib._backend.kernels import sech_ppf
 from skcalib._backend.score_grid import off_grid
-from skcalib._backend.sech_compiled import HAVE_NUMBA
+from skcalib._backend.sech import perturbation as backend
+from skcalib._backend.sech import sampler as sech_sampler
+from skcalib._backend.sech.compiled import HAVE_NUMBA
 from skcalib.metrics import get_scorer, get_scorer_names
 
 # ---------------------------------------------------------------------------

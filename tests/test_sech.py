@@ -7,11 +7,11 @@ import pytest
 from _references import rational_log_tan, sech_noise_of_words
 from scipy import integrate, stats
 
-from skcalib._backend import sech_sampler
 from skcalib._backend.kernels import sech_cdf, sech_normalizer, sech_pdf, sech_ppf
 from skcalib._backend.score_grid import off_grid
-from skcalib._backend.sech_compiled import HAVE_NUMBA, compiled_loops
-from skcalib._backend.sech_sampler import sech_noise, sech_sample
+from skcalib._backend.sech import sampler as sech_sampler
+from skcalib._backend.sech.compiled import HAVE_NUMBA, compiled_loops
+from skcalib._backend.sech.sampler import sech_noise, sech_sample
 
 CENTRES = [0.0, 1e-3, 0.3, 0.5, 1.0]
 SCALES = [0.25, 2.0**-6, 2.0**-12]

@@ -21,12 +21,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .kernels import sech_ppf
-from .score_grid import GRID_BITS, round_to_grid
-from .sech_compiled import TAN_P as _TAN_P
-from .sech_compiled import TAN_Q as _TAN_Q
-from .sech_compiled import TINY as _TAN_TINY
-from .sech_compiled import compiled_loops
+from ..kernels import sech_ppf
+from ..score_grid import GRID_BITS, round_to_grid
+from .compiled import TAN_P as _TAN_P
+from .compiled import TAN_Q as _TAN_Q
+from .compiled import TINY as _TAN_TINY
+from .compiled import compiled_loops
 
 __all__ = [
     "ProposalReserve",
@@ -507,7 +507,7 @@ def _pcg64_block(pcg64_angles, position, inc, bits, x):
 def _pcg64_jump(k):
     """``(A, B)``: ``k`` steps of PCG64 take the state ``s`` to
     ``A s + B inc`` (mod 2**128)."""
-    from .pcg64_compiled import PCG64_MULTIPLIER
+    from .pcg64 import PCG64_MULTIPLIER
 
     mult, add = 1, 0
     step_mult, step_add = PCG64_MULTIPLIER, 1
@@ -549,12 +549,12 @@ def _log_tan_passes(x, y, a, b):
     """``ln tan x`` in place for angles ``x`` in [0, π/4], by numpy passes.
 
     ``tan x = x + x y P(y) / Q(y)``, ``y = x²``, with the rational
-    approximation of :data:`~skcalib._backend.sech_compiled.TAN_P` and
+    approximation of :data:`~skcalib._backend.sech.compiled.TAN_P` and
     ``TAN_Q``: a dozen multiplications and additions cost less than
     ``np.tan`` (a libm call per value). The rounding error ``e`` of the last
     addition is exact (the larger term comes first), and ``ln tan x`` is
     ``ln(rounded tan) + e / rounded tan``: that half unit of the tangent no
-    longer reaches the result. The compiled twins (``sech_compiled``'s
+    longer reaches the result. The compiled twins (``compiled``'s
     ``_tangents``, numpy's logarithm, then ``_sign_and_scale``) do the same
     operations in the same order. ``y``, ``a`` and ``b`` are float64 work
     arrays of the shape of ``x``.

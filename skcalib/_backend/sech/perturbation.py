@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .score_grid import GRID_BITS, GRID_STEP, round_to_grid
-from .sech_sampler import RowSumError, sech_noise_async, sech_sample
+from ..score_grid import GRID_BITS, GRID_STEP, round_to_grid
+from .sampler import RowSumError, sech_noise_async, sech_sample
 
 __all__ = ["RowSumError", "perturb_proba", "perturbation_noise_async"]
 
@@ -48,7 +48,7 @@ def perturbation_noise_async(n_samples, n_classes, scale, rng):
     computes them hides most of its cost. Returns a future whose result is the
     ``noise`` argument of :func:`perturb_proba` (same draws as without it);
     ``rng`` is advanced at once (see
-    :func:`~skcalib._backend.sech_sampler.sech_noise_async`). In the binary
+    :func:`~skcalib._backend.sech.sampler.sech_noise_async`). In the binary
     case the result also holds the buffer the perturbed probabilities are
     written into, allocated in the background thread. The proposals of the
     rows redrawn after a rejection (those of the words that follow) are
