@@ -189,7 +189,7 @@ def bench_overhead(n_rows, n_features, repeat=60, old=None):
         f"{repeat} interleaved rounds; cores = CPU time / wall time (median); "
         "target < 20 % overhead"
     )
-    n_threads = sech_sampler._sech_threads()
+    n_threads = sech_sampler._threads(n_rows, None)
     print(f"  thread pools: {', '.join(blas)}; sampler threads: {n_threads}")
     for label, spread in SPREADS.items():
         X, y, base, clf = _model(n_rows, n_features, spread)
@@ -244,9 +244,7 @@ def _bench_parts(base, X, n_rows, repeat, old=None):
 
     runs = {
         "sech_noise": lambda: sech_noise(n_rows, h, gen),
-        "sech_noise, 1 thread": _with(
-            lambda: sech_noise(n_rows, h, gen), _SECH_MAX_THREADS=1
-        ),
+        "sech_noise, 1 thread": lambda: sech_noise(n_rows, h, gen, n_jobs=1),
         "sech_noise, numpy passes": _with(
             lambda: sech_noise(n_rows, h, gen), _sech_loops=_no_compiled_loops
         ),

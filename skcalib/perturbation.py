@@ -41,6 +41,7 @@ from ._params import NoneOr, StrOptions, validate_params
 from ._validation import (
     ROW_SUM_TOL,
     check_cv_splits,
+    check_n_jobs,
     check_probability_array,
     check_random_generator,
     check_real,
@@ -66,7 +67,7 @@ def _check_scale(scale, name="scale"):
     return check_real(scale, name, low=MIN_SCALE, high=1.0)
 
 
-def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
+def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=None):
     """Perturb predicted probabilities with the truncated sech kernel.
 
     The perturbation of :class:`PerturbedClassifier`, for probabilities that
@@ -94,6 +95,15 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
         the draws :class:`PerturbedClassifier` with the same ``random_state``
         makes for the same probabilities; ``None`` gives fresh noise; a
         Generator is advanced.
+    n_jobs : int, default=None
+        Threads that draw the noise and add it, the calling one included
+        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
+        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
+        sets one, else up to four threads, no more than the usable CPUs and
+        than any native thread pool is allowed
+        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
+        thread everything is drawn in the calling thread. The output does not
+        depend on it.
 
     Returns
     -------
@@ -139,7 +149,8 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
     y = check_probability_array(y_proba, name="y_proba")
     scale = _check_scale(scale)
     rng = check_random_generator(random_state)
-    out = _backend.perturb_proba(y, scale, rng)
+    n_jobs = check_n_jobs(n_jobs)
+    out = _backend.perturb_proba(y, scale, rng, n_jobs=n_jobs)
     # A single column was read as the positive-class probability.
     return out.reshape(np.shape(y_proba)) if out.ndim != np.ndim(y_proba) else out
 
@@ -175,6 +186,15 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         time the same ``X`` is passed (the draw for a row depends on its position
         in ``X``); ``None`` gives fresh noise at every call; a Generator is
         advanced by each call.
+    n_jobs : int, default=None
+        Threads that draw the noise and add it, the calling one included
+        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
+        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
+        sets one, else up to four threads, no more than the usable CPUs and
+        than any native thread pool is allowed
+        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
+        thread everything is drawn in the calling thread. The output does not
+        depend on it.
 
     Attributes
     ----------
@@ -221,7 +241,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     The noise does not depend on ``X``: on large inputs it is drawn in a
     background thread while the base estimator predicts, by fixed blocks of
     rows each reading its own fixed part of the random stream, and then added
-    by up to four threads. The output depends neither on the number of
+    by up to ``n_jobs`` threads. The output depends neither on the number of
     threads nor on whether numba (the ``fast`` extra, which compiles the inner
     loops) is installed. The output is always a new array (column-major in the
     binary case, allocated in the background thread too); the base estimator's
@@ -260,10 +280,13 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, estimator=None, *, scale=DEFAULT_SCALE, random_state=None):
+    def __init__(
+        self, estimator=None, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=None
+    ):
         self.estimator = estimator
         self.scale = scale
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _get_estimator(self):
         return default_estimator(self.estimator)
@@ -290,6 +313,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """
         _check_scale(self.scale)
         check_random_generator(self.random_state)
+        check_n_jobs(self.n_jobs)
         estimator = self._get_estimator()
         if not (hasattr(estimator, "fit") and hasattr(estimator, "predict_proba")):
             raise TypeError(
@@ -341,10 +365,13 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             check_is_fitted(self)
         scale = _check_scale(self.scale)
         rng = check_random_generator(self.random_state)
+        n_jobs = check_n_jobs(self.n_jobs)
         # The noise does not depend on X: it is drawn while the base estimator
         # predicts (the draws are the same as after it).
         n_samples, n_classes = _num_samples(X), len(self.classes_)
-        noise = _backend.perturbation_noise_async(n_samples, n_classes, scale, rng)
+        noise = _backend.perturbation_noise_async(
+            n_samples, n_classes, scale, rng, n_jobs=n_jobs
+        )
         proba = self.estimator_.predict_proba(X)
         noise = noise.result()
         if np.shape(proba) != (n_samples, n_classes):
@@ -356,7 +383,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # in the same pass (values outside [0, 1] are clipped).
         try:
             return _backend.perturb_proba(
-                proba, scale, rng, noise=noise, row_sum_tol=ROW_SUM_TOL
+                proba, scale, rng, noise=noise, row_sum_tol=ROW_SUM_TOL, n_jobs=n_jobs
             )
         except _backend.RowSumError:
             raise row_sum_error(proba, self.estimator_) from None

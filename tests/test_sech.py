@@ -262,15 +262,14 @@ def test_magnitude_against_mpmath(monkeypatch):
     assert errors.mean() <= old.mean() + 0.01
 
 
-def test_threaded_blocks_equal_sequential_draws(monkeypatch):
+def test_threaded_blocks_equal_sequential_draws():
     # Blocks read fixed positions of the stream: one thread or several give
     # the same draws and leave the generator in the same state.
     s0 = np.random.default_rng(2).uniform(size=5 * sech_sampler._SECH_BLOCK + 12_345)
     runs = []
     for n_threads in (1, 2, 3):
-        monkeypatch.setattr(sech_sampler, "_sech_threads", lambda k=n_threads: k)
         rng = np.random.default_rng(9)
-        runs.append((sech_sample(s0, 2.0**-6, rng), rng.random()))
+        runs.append((sech_sample(s0, 2.0**-6, rng, n_jobs=n_threads), rng.random()))
     for draws, after in runs[1:]:
         np.testing.assert_array_equal(draws, runs[0][0])
         assert after == runs[0][1]
@@ -372,7 +371,7 @@ def test_compiled_loops_give_the_numpy_draws(monkeypatch, h):
     # that the blocks follow each other: the second block is full of rows on
     # an edge, and the compiled loop collects the rejected rows of the third
     # (and its NaN) without a branch, then of the fourth with one again.
-    monkeypatch.setattr(sech_sampler, "_sech_threads", lambda: 1)
+    monkeypatch.setattr(sech_sampler, "_threads", lambda n, n_jobs: 1)
     rng = np.random.default_rng(3)
     block = sech_sampler._SECH_BLOCK
     n = 3 * block + 1001
@@ -796,15 +795,16 @@ def test_probed_blocks_and_compiled_redraw_give_the_numpy_draws(
     np.testing.assert_array_equal(results[1][1], finite_expected)
 
 
-def test_philox_reads_its_stream_in_order(monkeypatch):
+def test_philox_reads_its_stream_in_order():
     # Philox's advance(k) skips k blocks of four words: its noise is read in
     # order, with one thread or several.
     n = 5 * sech_sampler._SECH_BLOCK
     runs = []
     for n_threads in (1, 3):
-        monkeypatch.setattr(sech_sampler, "_sech_threads", lambda k=n_threads: k)
         gen = np.random.Generator(np.random.Philox(4))
-        noise, _ = sech_sampler.sech_noise_async(n, 2.0**-6, gen).result()
+        noise, _ = sech_sampler.sech_noise_async(
+            n, 2.0**-6, gen, n_jobs=n_threads
+        ).result()
         runs.append((noise, gen.bit_generator.random_raw(2)))
     ref = np.random.Philox(4)
     np.testing.assert_array_equal(
