@@ -252,6 +252,7 @@ def test_magnitude_against_mpmath(monkeypatch):
     x = sech_noise(m.size, h, _FixedWords(m)) / h
     if HAVE_NUMBA:
         # The compiled loops give the same bits.
+        monkeypatch.setenv("SKCALIB_NUMBA", "1")
         monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", 0)
         np.testing.assert_array_equal(sech_noise(m.size, h, _FixedWords(m)) / h, x)
     errors = _magnitude_errors(m, x)
@@ -372,6 +373,7 @@ def test_compiled_loops_give_the_numpy_draws(monkeypatch, h):
     # an edge, and the compiled loop collects the rejected rows of the third
     # (and its NaN) without a branch, then of the fourth with one again.
     monkeypatch.setattr(sech_sampler, "_threads", lambda n, n_jobs: 1)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     rng = np.random.default_rng(3)
     block = sech_sampler._SECH_BLOCK
     n = 3 * block + 1001
@@ -597,6 +599,7 @@ def test_compiled_log_tan_is_the_numpy_one():
 def test_compiled_noise_leaves_the_generator_as_random_raw(monkeypatch):
     # A pending 32-bit half word of the generator survives, as with the
     # numpy passes, and the generator ends where they leave it.
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     n = 2 * sech_sampler._SECH_BLOCK + 5
     results = []
     for min_size in (0, np.inf):
@@ -686,8 +689,7 @@ def test_draws_are_those_of_the_sequential_sampler(monkeypatch, compiled):
     # the sampler does (a pending 32-bit half word included).
     if compiled and not HAVE_NUMBA:
         pytest.skip("needs numba")
-    if not compiled:
-        monkeypatch.setattr(sech_sampler, "_sech_loops", lambda n: None)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1" if compiled else "0")
     n, h = 2 * sech_sampler._SECH_BLOCK + 777, 2.0**-6
     s0 = _adversarial_centres(n)
     ref_rng = np.random.default_rng(21)
@@ -750,6 +752,7 @@ def test_probed_blocks_and_compiled_redraw_give_the_numpy_draws(
     # other way round, give the draws of the numpy passes and of the
     # sequential sampler. No reserve: the whole redraw reads the generator
     # (by the compiled loops, for both bit generators that skip words).
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     n, h = 3 * sech_sampler._SECH_BLOCK + 5, 2.0**-6
     head = sech_sampler._DENSE_PROBE
     s0 = _adversarial_centres(n)

@@ -7,11 +7,6 @@ import numpy as np
 from .._backend import smece as _sm
 from .._backend.distributed import any_dask
 from .._backend.progress import Progress
-from .._backend.resampling import (
-    CI_METHODS,
-    bootstrap_interval,
-    bootstrap_smooth_curves,
-)
 from .._params import check_param
 from .._validation import (
     MAX_BOOTSTRAP,
@@ -342,6 +337,14 @@ def smooth_calibration_curve(
     >>> bool(np.all(curve.y_smooth_low <= curve.y_smooth_high))
     True
     """
+    # Here, not with the module: resampling imports joblib (a tenth of a
+    # second), which smooth_ece does not need.
+    from .._backend.resampling import (
+        CI_METHODS,
+        bootstrap_interval,
+        bootstrap_smooth_curves,
+    )
+
     check_option("ci_method", ci_method, CI_METHODS)
     if any_dask(y_true, y_proba, sample_weight):
         return dask_smooth_calibration_curve(

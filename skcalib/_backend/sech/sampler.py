@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..compiled import use_compiled
 from ..kernels import sech_ppf
 from ..score_grid import GRID_BITS, round_to_grid
 from ..threads import usable_cpus, worker_threads
@@ -70,8 +71,10 @@ _FLAG_PADDING = _SECH_BLOCK // 8
 # Rows of the first block of a run whose rejections decide how the compiled
 # loop collects those of the rest.
 _DENSE_PROBE = 1 << 12
-# Smaller inputs are not worth importing numba for.
+# From this many rows the compiled loops, once loaded (see
+# skcalib._backend.compiled), save _COMPILED_SAVING seconds per row.
 _COMPILED_MIN_SIZE = 1 << 16
+_COMPILED_SAVING = 5e-8
 # Nor a background thread for their noise.
 _BACKGROUND_MIN_SIZE = 1 << 16
 # Below this size (or above this scale) the inverse cdf is used directly.
@@ -882,9 +885,12 @@ def _same_view(a, b):
 
 def _sech_loops(n):
     """The compiled block loops when they pay off (None: the numpy passes)."""
-    if n < _COMPILED_MIN_SIZE:
-        return None
-    return compiled_loops()
+    return use_compiled(
+        compiled_loops,
+        n,
+        min_size=_COMPILED_MIN_SIZE,
+        saved_per_unit=_COMPILED_SAVING,
+    )
 
 
 # ---------------------------------------------------------------------------
