@@ -115,7 +115,7 @@ class _Fixed(ClassifierMixin, BaseEstimator):
         return np.asarray(X, dtype=np.float64)
 
 
-@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("n_classes", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_same_seed_same_output_whatever_the_threads(eight_cpus, n_classes):
     rng = np.random.default_rng(n_classes)
     # Confident rows: many rejections, redrawn after the threaded passes.
