@@ -27,7 +27,7 @@ from scipy.special import expit, logit
 from sklearn.utils import Bunch
 
 from ._backend.kernels import _sech, sech_normalizer
-from ._backend.sech_sampler import sech_sample
+from ._backend.sech.sampler import sech_sample
 from ._params import ArrayLike, StrOptions, check_random_generator, validate_params
 
 __all__ = [

@@ -27,8 +27,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._backend import perturbation as _backend
 from ._backend.progress import Progress
+from ._backend.sech import perturbation as _backend
 from ._backend.user_warning import record_warnings, warn_once_each
 from ._meta import (
     align_proba_columns,
@@ -64,7 +64,7 @@ DEFAULT_SCALE = 2.0**-6
 
 
 @validate_params()
-def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
+def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=None):
     """Perturb predicted probabilities with the truncated sech kernel.
 
     The perturbation of :class:`PerturbedClassifier`, for probabilities that
@@ -92,6 +92,15 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
         the draws :class:`PerturbedClassifier` with the same ``random_state``
         makes for the same probabilities; ``None`` gives fresh noise; a
         Generator is advanced.
+    n_jobs : int, default=None
+        Threads that draw the noise and add it, the calling one included
+        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
+        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
+        sets one, else up to four threads, no more than the usable CPUs and
+        than any native thread pool is allowed
+        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
+        thread everything is drawn in the calling thread. The output does not
+        depend on it.
 
     Returns
     -------
@@ -136,7 +145,7 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
     """
     y = check_probability_array(y_proba, name="y_proba")
     rng = check_random_generator(random_state)
-    out = _backend.perturb_proba(y, scale, rng)
+    out = _backend.perturb_proba(y, scale, rng, n_jobs=n_jobs)
     # A single column was read as the positive-class probability.
     return out.reshape(np.shape(y_proba)) if out.ndim != np.ndim(y_proba) else out
 
@@ -172,6 +181,15 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         time the same ``X`` is passed (the draw for a row depends on its position
         in ``X``); ``None`` gives fresh noise at every call; a Generator is
         advanced by each call.
+    n_jobs : int, default=None
+        Threads that draw the noise and add it, the calling one included
+        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
+        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
+        sets one, else up to four threads, no more than the usable CPUs and
+        than any native thread pool is allowed
+        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
+        thread everything is drawn in the calling thread. The output does not
+        depend on it.
 
     Attributes
     ----------
@@ -218,7 +236,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     The noise does not depend on ``X``: on large inputs it is drawn in a
     background thread while the base estimator predicts, by fixed blocks of
     rows each reading its own fixed part of the random stream, and then added
-    by up to four threads. The output depends neither on the number of
+    by up to ``n_jobs`` threads. The output depends neither on the number of
     threads nor on whether numba (the ``fast`` extra, which compiles the inner
     loops) is installed. The output is always a new array (column-major in the
     binary case, allocated in the background thread too); the base estimator's
@@ -261,12 +279,16 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "estimator": RULES["estimator"],
         "scale": RULES["scale"],
         "random_state": RULES["random_state"],
+        "n_jobs": RULES["n_jobs"],
     }
 
-    def __init__(self, estimator=None, *, scale=DEFAULT_SCALE, random_state=None):
+    def __init__(
+        self, estimator=None, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=None
+    ):
         self.estimator = estimator
         self.scale = scale
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _get_estimator(self):
         return default_estimator(self.estimator)
@@ -342,10 +364,13 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # The fitted scale: the one scale_ tells the bound scorer.
         scale = self.scale_
         rng = check_random_generator(self.random_state)
+        n_jobs = self.n_jobs
         # The noise does not depend on X: it is drawn while the base estimator
         # predicts (the draws are the same as after it).
         n_samples, n_classes = _num_samples(X), len(self.classes_)
-        noise = _backend.perturbation_noise_async(n_samples, n_classes, scale, rng)
+        noise = _backend.perturbation_noise_async(
+            n_samples, n_classes, scale, rng, n_jobs=n_jobs
+        )
         raw = self.estimator_.predict_proba(X)
         noise = noise.result()
         # Shape and range here, naming the base estimator; the row sums in
@@ -361,6 +386,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 rng,
                 noise=noise,
                 row_sum_tol=sum_tol,
+                n_jobs=n_jobs,
             )
         except _backend.RowSumError:
             raise row_sum_error(proba, self.estimator_, sum_tol) from None

@@ -6,7 +6,7 @@ its tangent from it: they are part of the noise's definition).
 
 import numpy as np
 
-from skcalib._backend.sech_compiled import TAN_P, TAN_Q
+from skcalib._backend.sech.compiled import TAN_P, TAN_Q
 
 
 def reflected_kernel(t, s, sigma):

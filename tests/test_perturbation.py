@@ -23,11 +23,10 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skcalib import PerturbedClassifier, perturb_proba, select_perturbation_scale
-from skcalib._backend import perturbation as backend
-from skcalib._backend import sech_sampler
 from skcalib._backend.kernels import sech_ppf
 from skcalib._backend.score_grid import off_grid
-from skcalib._backend.sech_compiled import HAVE_NUMBA
+from skcalib._backend.sech import perturbation as backend
+from skcalib._backend.sech.compiled import HAVE_NUMBA
 from skcalib.metrics import get_scorer, get_scorer_names
 
 # ---------------------------------------------------------------------------
@@ -462,8 +461,7 @@ def test_base_output_rows_checked(monkeypatch, compiled, n, bad_row, match):
     # multiclass.
     if compiled and not HAVE_NUMBA:
         pytest.skip("needs numba")
-    if not compiled:
-        monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", np.inf)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1" if compiled else "0")
     s0 = np.random.default_rng(0).uniform(size=n)
     P = np.column_stack([1.0 - s0, s0])
     clf = PerturbedClassifier(_frozen(ProbaColumns(), P), random_state=0)
@@ -578,8 +576,7 @@ def test_predict_proba_is_the_plain_sampler(monkeypatch, compiled, kind):
     # numpy passes; the generator is left where the plain sampler leaves it.
     if compiled and not HAVE_NUMBA:
         pytest.skip("needs numba")
-    if not compiled:
-        monkeypatch.setattr(sech_sampler, "_sech_loops", lambda n: None)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1" if compiled else "0")
     cases = [(0, 3 * 2**16 + 7, 2.0**-6), (1, 2**17, 2.0**-4), (7, 999, 2.0**-6)]
     if "classes" in kind:
         # The rule of the other classes is written out row by row: slow.
@@ -775,8 +772,9 @@ def test_perturbation_same_with_and_without_numba(monkeypatch, n_classes):
     P[50:100] = 1.0 / n_classes
     clf = PerturbedClassifier(_frozen(ProbaColumns(), P), scale=2**-7, random_state=4)
     clf.fit(P, np.arange(n) % 2)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     compiled = clf.predict_proba(P), perturb_proba(P, scale=2**-7, random_state=4)
-    monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", np.inf)
+    monkeypatch.setenv("SKCALIB_NUMBA", "0")
     passes = clf.predict_proba(P), perturb_proba(P, scale=2**-7, random_state=4)
     for a, b in zip(compiled, passes, strict=True):
         assert_array_equal(a, b)

@@ -40,7 +40,7 @@ from sklearn.utils.estimator_checks import (
 from skcalib import KernelRecalibrator, RecalibratedClassifier
 from skcalib._backend.bandwidth import BANDWIDTH_GRID
 from skcalib._backend.grid import calibration_statistics
-from skcalib._backend.recalibration import (
+from skcalib._backend.recalibration.grid_map import (
     SIGMA_GRID,
     fit_grid_map,
     loo_log_loss,

@@ -2,7 +2,7 @@
 
 * reflected Gaussian (sampled on a periodic grid, used by the grid smoother),
 * truncated hyperbolic-secant kernel (perturbation: pdf, cdf, inverse cdf; the
-  sampler is in :mod:`skcalib._backend.sech_sampler`),
+  sampler is in :mod:`skcalib._backend.sech.sampler`),
 * Beta / Dirichlet log-kernels (ECE-KDE and the multiclass recalibrator).
 """
 

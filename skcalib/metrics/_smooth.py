@@ -9,7 +9,6 @@ import numpy as np
 from .._backend import smece as _sm
 from .._backend.distributed import any_dask
 from .._backend.progress import Progress
-from .._backend.resampling import bootstrap_interval, bootstrap_smooth_curves
 from .._params import (
     MAX_BOOTSTRAP,
     Interval,
@@ -333,6 +332,13 @@ def smooth_calibration_curve(
     >>> bool(np.all(curve.y_smooth_low <= curve.y_smooth_high))
     True
     """
+    # Here, not with the module: resampling imports joblib (a tenth of a
+    # second), which smooth_ece does not need.
+    from .._backend.resampling import (
+        bootstrap_interval,
+        bootstrap_smooth_curves,
+    )
+
     if any_dask(y_true, y_proba, sample_weight):
         return dask_smooth_calibration_curve(
             y_true,

@@ -11,8 +11,8 @@ from sklearn.utils.validation import (
     has_fit_parameter,
 )
 
-from .._backend import recalibration as _rc
 from .._backend.progress import note
+from .._backend.recalibration.scores import normalize_rows
 from .._meta import align_proba_columns
 from .._validation import check_estimator_proba
 
@@ -104,7 +104,7 @@ def _apply_calibrators(calibrators, P):
             "The calibrator returned NaN or infinite probabilities (for "
             "IsotonicRegression, use out_of_bounds='clip')."
         )
-    return _rc.normalize_rows(Q)
+    return normalize_rows(Q)
 
 
 class _CalibratedPair:

@@ -21,12 +21,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .kernels import sech_ppf
-from .score_grid import GRID_BITS, round_to_grid
-from .sech_compiled import TAN_P as _TAN_P
-from .sech_compiled import TAN_Q as _TAN_Q
-from .sech_compiled import TINY as _TAN_TINY
-from .sech_compiled import compiled_loops
+from ..compiled import use_compiled
+from ..kernels import sech_ppf
+from ..score_grid import GRID_BITS, round_to_grid
+from ..threads import usable_cpus, worker_threads
+from .compiled import TAN_P as _TAN_P
+from .compiled import TAN_Q as _TAN_Q
+from .compiled import TINY as _TAN_TINY
+from .compiled import compiled_loops
 
 __all__ = [
     "ProposalReserve",
@@ -69,8 +71,12 @@ _FLAG_PADDING = _SECH_BLOCK // 8
 # Rows of the first block of a run whose rejections decide how the compiled
 # loop collects those of the rest.
 _DENSE_PROBE = 1 << 12
-# Smaller inputs are not worth importing numba for, or a background thread.
+# From this many rows the compiled loops, once loaded (see
+# skcalib._backend.compiled), save _COMPILED_SAVING seconds per row.
 _COMPILED_MIN_SIZE = 1 << 16
+_COMPILED_SAVING = 5e-8
+# Nor a background thread for their noise.
+_BACKGROUND_MIN_SIZE = 1 << 16
 # Below this size (or above this scale) the inverse cdf is used directly.
 _PROPOSAL_MIN_SIZE = 64
 _PROPOSAL_MAX_SCALE = 0.25
@@ -87,6 +93,7 @@ def sech_sample(
     reserve=None,
     grid=True,
     check_sum=None,
+    n_jobs=None,
 ):
     """Draw one value from the truncated sech kernel centred at each ``s0``.
 
@@ -168,6 +175,9 @@ def sech_sample(
         (``other`` of the shape of ``s0``: the other column of a binary
         probability matrix) lies in ``[low, high]``; :class:`RowSumError` is
         raised if one does not (or is NaN).
+    n_jobs : int, default=None
+        Threads that draw and add the noise (see :func:`sech_noise`); the
+        draws do not depend on it.
 
     Returns
     -------
@@ -206,7 +216,7 @@ def sech_sample(
             np.subtract(1.0, out, out=complement)
         return out if out.ndim else float(out)
     if noise is None:
-        noise = sech_noise(s0.size, h, rng)
+        noise = sech_noise(s0.size, h, rng, n_jobs=n_jobs)
     elif noise.shape != (s0.size,):
         raise ValueError("noise must have one value per centre.")
     elif (
@@ -218,7 +228,10 @@ def sech_sample(
             "noise must be out itself or not overlap s0, out or complement."
         )
     centre, dst = s0.reshape(-1), out.reshape(-1)
-    rows, centres, n_off = _add_noise(centre, noise, dst, complement, grid, check_sum)
+    n_threads = _threads(dst.shape[0], n_jobs)
+    rows, centres, n_off = _add_noise(
+        centre, noise, dst, complement, grid, n_threads, check_sum
+    )
     if n_off:
         raise RowSumError(_ROW_SUM_MESSAGE)
     if rows.size:
@@ -230,14 +243,14 @@ def sech_sample(
     return out
 
 
-def sech_noise(n, h, rng, *, out=None):
+def sech_noise(n, h, rng, *, out=None, n_jobs=None):
     """The noise ``h X`` of ``n`` sech proposals (see :func:`sech_sample`).
 
     Reads ``n`` 64-bit words from ``rng`` (none for small ``n`` or large
     ``h``, where :func:`sech_sample` uses the inverse cdf and an empty array,
     or ``out`` untouched, is returned). Large inputs are cut into fixed blocks
-    of ``2**17`` draws, processed by up to ``min(4, number of usable CPUs)``
-    threads. Block ``i`` reads its bits at its own fixed position of the
+    of ``2**17`` draws, shared by up to ``n_jobs`` threads (at least two
+    blocks each). Block ``i`` reads its bits at its own fixed position of the
     generator's stream (PCG64, numpy's default, and PCG64DXSM, whose
     ``advance`` skips words), so the noise is exactly that of a sequential pass,
     whatever the number of threads; other bit generators are read
@@ -252,23 +265,32 @@ def sech_noise(n, h, rng, *, out=None):
     rng : numpy.random.Generator
     out : ndarray of shape (n,), dtype float64, default=None
         Contiguous array to write the noise into.
+    n_jobs : int, default=None
+        Threads, the calling one included (``-1``: all usable CPUs).
+        ``None``: the ``n_jobs`` of an active joblib configuration
+        (``joblib.parallel_config``) if it sets one, else up to 4 threads, no
+        more than the usable CPUs and no more than any native thread pool is
+        allowed (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``).
+        See :func:`skcalib._backend.threads.worker_threads`.
 
     Returns
     -------
     noise : ndarray of shape (n,) (or (0,)), float64
     """
-    return _sech_noise(n, h, rng.bit_generator, _sech_threads(), out)
+    return _sech_noise(n, h, rng.bit_generator, _threads(n, n_jobs), out)
 
 
-def sech_noise_async(n, h, rng, *, with_complement=False, reserve=0):
+def sech_noise_async(n, h, rng, *, with_complement=False, reserve=0, n_jobs=None):
     """Start :func:`sech_noise` in a background thread; returns a future.
 
     The noise does not depend on the centres, so it can be drawn while they
     are computed (by a model's ``predict_proba``, say). ``rng`` is advanced
     at once, past the bits the noise reads, and is not used by the background
     thread: it is free for other draws, which come after the noise in its
-    stream. Small inputs, and bit generators other than PCG64 and PCG64DXSM
-    (whose ``advance`` skips a number of 64-bit words), are drawn at once.
+    stream. Small inputs, bit generators other than PCG64 and PCG64DXSM
+    (whose ``advance`` skips a number of 64-bit words), and ``n_jobs`` that
+    allows one thread only (see :func:`sech_noise`) are drawn at once, in the
+    calling thread.
 
     The future's result is a pair ``(noise, reserve)``. With
     ``with_complement`` the noise is a new C-ordered array of shape
@@ -283,8 +305,13 @@ def sech_noise_async(n, h, rng, *, with_complement=False, reserve=0):
     :func:`sech_sample`). Otherwise it is None.
     """
     bitgen = rng.bit_generator
-    if n < _COMPILED_MIN_SIZE or not _uses_proposals(n, h) or not _skips(bitgen):
-        noise = _noise_buffer(n, h, bitgen, _sech_threads(), with_complement)
+    if (
+        n < _BACKGROUND_MIN_SIZE
+        or not _uses_proposals(n, h)
+        or not _skips(bitgen)
+        or worker_threads(n_jobs, _SECH_MAX_THREADS) == 1
+    ):
+        noise = _noise_buffer(n, h, bitgen, _threads(n, n_jobs), with_complement)
         return _DoneFuture((noise, None))
     # Only the state is read here, and set on the background thread's own
     # generator there: a copy of the generator costs more.
@@ -434,7 +461,8 @@ def _block_groups(n, n_threads):
 
 def _run_groups(func, tasks):
     """``func(*task)`` for each task, the first in this thread; the results."""
-    futures = [_sech_pool().submit(func, *task) for task in tasks[1:]]
+    pool = _sech_pool(len(tasks) - 1) if len(tasks) > 1 else None
+    futures = [pool.submit(func, *task) for task in tasks[1:]]
     results = [func(*tasks[0])]
     return results + [future.result() for future in futures]
 
@@ -507,7 +535,7 @@ def _pcg64_block(pcg64_angles, position, inc, bits, x):
 def _pcg64_jump(k):
     """``(A, B)``: ``k`` steps of PCG64 take the state ``s`` to
     ``A s + B inc`` (mod 2**128)."""
-    from .pcg64_compiled import PCG64_MULTIPLIER
+    from .pcg64 import PCG64_MULTIPLIER
 
     mult, add = 1, 0
     step_mult, step_add = PCG64_MULTIPLIER, 1
@@ -549,12 +577,12 @@ def _log_tan_passes(x, y, a, b):
     """``ln tan x`` in place for angles ``x`` in [0, π/4], by numpy passes.
 
     ``tan x = x + x y P(y) / Q(y)``, ``y = x²``, with the rational
-    approximation of :data:`~skcalib._backend.sech_compiled.TAN_P` and
+    approximation of :data:`~skcalib._backend.sech.compiled.TAN_P` and
     ``TAN_Q``: a dozen multiplications and additions cost less than
     ``np.tan`` (a libm call per value). The rounding error ``e`` of the last
     addition is exact (the larger term comes first), and ``ln tan x`` is
     ``ln(rounded tan) + e / rounded tan``: that half unit of the tangent no
-    longer reaches the result. The compiled twins (``sech_compiled``'s
+    longer reaches the result. The compiled twins (``compiled``'s
     ``_tangents``, numpy's logarithm, then ``_sign_and_scale``) do the same
     operations in the same order. ``y``, ``a`` and ``b`` are float64 work
     arrays of the shape of ``x``.
@@ -594,7 +622,7 @@ def _log_in_place(x):
         np.log(x, out=x)
 
 
-def _add_noise(centre, noise, out, complement, grid, check_sum=None):
+def _add_noise(centre, noise, out, complement, grid, n_threads, check_sum=None):
     """``out = round(clip(centre) + noise)`` (and ``complement = 1 - out``).
 
     By blocks; returns the rows outside [0, 1], their centres and the number
@@ -605,7 +633,7 @@ def _add_noise(centre, noise, out, complement, grid, check_sum=None):
     loops = _sech_loops(n)
     tasks = [
         (centre, noise, out, complement, grid, loops, start, stop, check_sum)
-        for start, stop in _block_groups(n, _sech_threads())
+        for start, stop in _block_groups(n, n_threads)
     ]
     rows, centres, n_off = [], [], 0
     for group_rows, group_centres, group_off in _run_groups(_add_noise_blocks, tasks):
@@ -857,9 +885,12 @@ def _same_view(a, b):
 
 def _sech_loops(n):
     """The compiled block loops when they pay off (None: the numpy passes)."""
-    if n < _COMPILED_MIN_SIZE:
-        return None
-    return compiled_loops()
+    return use_compiled(
+        compiled_loops,
+        n,
+        min_size=_COMPILED_MIN_SIZE,
+        saved_per_unit=_COMPILED_SAVING,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -867,12 +898,12 @@ def _sech_loops(n):
 # ---------------------------------------------------------------------------
 
 
-def _sech_threads():
-    try:
-        n_cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on every platform
-        n_cpus = os.cpu_count() or 1
-    return max(1, min(_SECH_MAX_THREADS, n_cpus))
+def _threads(n, n_jobs):
+    """Threads for ``n`` draws: one where the blocks are too few to share,
+    else :func:`~skcalib._backend.threads.worker_threads`."""
+    if -(-n // _SECH_BLOCK) < 2 * _SECH_MIN_BLOCKS_PER_THREAD:
+        return 1
+    return worker_threads(n_jobs, _SECH_MAX_THREADS)
 
 
 class _SechScratch:
@@ -907,15 +938,21 @@ _POOLS_LOCK = threading.Lock()
 
 
 def _pool(name, n_workers):
+    """The pool ``name`` with room for ``n_workers`` (threads start as tasks
+    need them). A pool too small is replaced, not shut down: a caller may
+    still be submitting to it."""
     with _POOLS_LOCK:
-        if name not in _POOLS:
-            _POOLS[name] = ThreadPoolExecutor(n_workers)
-        return _POOLS[name]
+        pool, size = _POOLS.get(name, (None, 0))
+        if size < n_workers:
+            pool, size = ThreadPoolExecutor(n_workers), n_workers
+            _POOLS[name] = pool, size
+        return pool
 
 
-def _sech_pool():
-    # The calling thread takes a share of the work itself.
-    return _pool("blocks", max(1, _SECH_MAX_THREADS - 1))
+def _sech_pool(n_workers):
+    # The calling thread takes a share of the work itself: usable CPUs less
+    # one are room enough unless n_jobs asks for more.
+    return _pool("blocks", max(n_workers, usable_cpus() - 1))
 
 
 def _noise_pool():

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .score_grid import GRID_BITS, GRID_STEP, round_to_grid
-from .sech_sampler import RowSumError, sech_noise_async, sech_sample
+from ..score_grid import GRID_BITS, GRID_STEP, round_to_grid
+from .sampler import RowSumError, sech_noise_async, sech_sample
 
 __all__ = ["RowSumError", "perturb_proba", "perturbation_noise_async"]
 
@@ -41,18 +41,19 @@ def _lowest_confidence(n_classes):
     return (2**GRID_BITS // n_classes + 1) * GRID_STEP
 
 
-def perturbation_noise_async(n_samples, n_classes, scale, rng):
+def perturbation_noise_async(n_samples, n_classes, scale, rng, n_jobs=None):
     """Start drawing the noise of :func:`perturb_proba` in the background.
 
     The noise does not depend on the probabilities: drawing it while a model
     computes them hides most of its cost. Returns a future whose result is the
     ``noise`` argument of :func:`perturb_proba` (same draws as without it);
     ``rng`` is advanced at once (see
-    :func:`~skcalib._backend.sech_sampler.sech_noise_async`). In the binary
+    :func:`~skcalib._backend.sech.sampler.sech_noise_async`). In the binary
     case the result also holds the buffer the perturbed probabilities are
     written into, allocated in the background thread. The proposals of the
     rows redrawn after a rejection (those of the words that follow) are
-    computed there too, for up to ``n_samples / 8`` of them.
+    computed there too, for up to ``n_samples / 8`` of them. ``n_jobs`` is
+    that of :func:`~skcalib._backend.sech.sampler.sech_noise`.
     """
     if n_classes < 2:
         return sech_noise_async(0, scale, rng)
@@ -63,10 +64,11 @@ def perturbation_noise_async(n_samples, n_classes, scale, rng):
         rng,
         with_complement=n_classes == 2,
         reserve=n_samples // _RESERVE_FRACTION,
+        n_jobs=n_jobs,
     )
 
 
-def perturb_proba(proba, scale, rng, *, noise=None, row_sum_tol=None):
+def perturb_proba(proba, scale, rng, *, noise=None, row_sum_tol=None, n_jobs=None):
     """Perturb probabilities with the truncated sech kernel, onto the grid.
 
     1-D ``proba`` (the positive-class probability ``p``) or two columns:
@@ -95,6 +97,10 @@ def perturb_proba(proba, scale, rng, *, noise=None, row_sum_tol=None):
         If given (2-D ``proba``), :class:`RowSumError` is raised unless every
         row sums to one within it (NaN fails), checked in the pass that
         perturbs the probabilities rather than in one of its own.
+    n_jobs : int, default=None
+        Threads of the sampler (see
+        :func:`~skcalib._backend.sech.sampler.sech_noise`); the draws do not
+        depend on it.
 
     Returns
     -------
@@ -105,9 +111,15 @@ def perturb_proba(proba, scale, rng, *, noise=None, row_sum_tol=None):
     noise, reserve = (None, None) if noise is None else noise
     if proba.ndim == 1:
         if not _is_buffer(noise, proba.shape[0]):
-            return sech_sample(proba, scale, rng)
+            return sech_sample(proba, scale, rng, n_jobs=n_jobs)
         return sech_sample(
-            proba, scale, rng, out=noise[1], noise=noise[1], reserve=reserve
+            proba,
+            scale,
+            rng,
+            out=noise[1],
+            noise=noise[1],
+            reserve=reserve,
+            n_jobs=n_jobs,
         )
     n, n_classes = proba.shape
     if n_classes == 1 or n == 0:
@@ -130,6 +142,7 @@ def perturb_proba(proba, scale, rng, *, noise=None, row_sum_tol=None):
             noise=_noise_row(noise, out),
             reserve=reserve if out is noise else None,
             check_sum=check,
+            n_jobs=n_jobs,
         )
         return out.T
 
@@ -143,7 +156,7 @@ def perturb_proba(proba, scale, rng, *, noise=None, row_sum_tol=None):
     low = 1.0 / n_classes
     t0 = np.clip((conf - low) / (1.0 - low), 0.0, 1.0)
     h = _kernel_scale(scale, n_classes)
-    t = sech_sample(t0, h, rng, noise=noise, reserve=reserve, grid=False)
+    t = sech_sample(t0, h, rng, noise=noise, reserve=reserve, grid=False, n_jobs=n_jobs)
     # The confidence itself is rounded (rounding t would put c off the grid).
     new_conf = low + (1.0 - low) * t
     round_to_grid(new_conf, out=new_conf)

@@ -10,8 +10,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit
 
+from ..threads import one_blas_thread
 from .row_sums import row_log_softmax, row_sums
-from .threads import one_blas_thread
 
 # Prior standard deviations of the log-slope (log inverse temperature; a
 # one-sided penalty on slopes above 1) and of the intercept of the base.

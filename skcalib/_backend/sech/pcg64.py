@@ -1,6 +1,6 @@
 """numpy's PCG64 stream drawn inside a compiled loop (numba, the ``fast`` extra).
 
-Imported only by :func:`skcalib._backend.sech_compiled.compiled_loops`. The
+Imported only by :func:`skcalib._backend.sech.compiled.compiled_loops`. The
 words are those of ``PCG64.random_raw`` bit for bit (the same 128-bit
 linear congruential step and XSL-RR output); the loop runs four stretches
 of the stream side by side, each started from the state a jump of the

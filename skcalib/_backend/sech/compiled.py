@@ -1,6 +1,6 @@
 """Compiled inner loops of the sech sampler (numba, the optional ``fast`` extra).
 
-Each loop has a numpy twin in :mod:`skcalib._backend.sech_sampler` doing the same
+Each loop has a numpy twin in :mod:`skcalib._backend.sech.sampler` doing the same
 floating-point operations in the same order, so both give bit-identical draws:
 numba only saves the memory passes of the numpy version (one fused pass over a
 block instead of several). The loops are compiled on first use and cached on disk.
@@ -12,8 +12,8 @@ import functools
 
 import numpy as np
 
-from .compiled import HAVE_NUMBA
-from .score_grid import GRID_SCALE, GRID_STEP
+from ..compiled import HAVE_NUMBA
+from ..score_grid import GRID_SCALE, GRID_STEP
 
 # tan θ = θ + θ y P(y) / Q(y), y = θ², on [0, π/4]: a rational minimax
 # approximation of R(y) = (tan √y / √y - 1) / y on [0, π²/16], degree 3 over
@@ -25,7 +25,7 @@ from .score_grid import GRID_SCALE, GRID_STEP
 # rounding). The term θ y R(y) is at most 27 % of tan θ, so this adds at most
 # ~0.2 ulp to tan θ, below the rounding of its evaluation (the test against
 # mpmath bounds the whole magnitude). Both the numpy passes
-# (``sech_sampler._log_tan_passes``) and the compiled loops evaluate it by
+# (``sampler._log_tan_passes``) and the compiled loops evaluate it by
 # the same operations in the same order, without fused multiply-adds.
 TAN_P = (
     -1302.2752204144215,
@@ -43,7 +43,7 @@ TINY = 5e-324
 
 def _tangents(x, corr):
     # tan of the angles in ``x``, in place, and in ``corr`` the relative
-    # error of its rounding, as ``sech_sampler._log_tan_passes``.
+    # error of its rounding, as ``sampler._log_tan_passes``.
     for i in range(x.shape[0]):
         t = x[i]
         y = t * t
@@ -165,13 +165,13 @@ def compiled_loops():
     tangents)`` compiled with numba.
 
     None without numba. ``pcg64_angles`` draws numpy's PCG64 stream and the
-    angles in one pass (see :mod:`skcalib._backend.pcg64_compiled`).
+    angles in one pass (see :mod:`skcalib._backend.sech.pcg64`).
     """
     if not HAVE_NUMBA:
         return None
     import numba
 
-    from .pcg64_compiled import pcg64_angles
+    from .pcg64 import pcg64_angles
 
     def jit(func):
         # numpy's error model: a division by zero would give inf instead of

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from .isotonic import pav_blocks
+from ..isotonic import pav_blocks
 
 # The bandwidth that stands for the most local map of all: a monotone step
 # function (isotonic regression on the nodes), for calibration functions

@@ -1,15 +1,17 @@
-"""Kernel recalibration maps: Nadaraya-Watson estimates of ``E[y | s]`` on a grid.
+"""The grid map: a Nadaraya-Watson estimate of ``E[y | s]`` on a grid.
 
-The binary map is the reflected-Gaussian Nadaraya-Watson estimator of
-:mod:`grid`, built from the sufficient statistics ``(sum w, sum w*y)`` of
-:func:`grid.calibration_statistics` (binned once on the fine grid and
-coarsened exactly for each bandwidth). Every number here is the *grid*
-estimator: the kernel sums at the grid nodes are exact (FFT), and a score
-between two nodes reads the linear interpolation of the numerator and of the
-denominator sums, with the hat weights that binned it. The leave-one-out
-criterion removes from those interpolated sums exactly the share that the
-point itself contributed, so it equals the grid estimator refitted without
-that point (to round-off), at O(n + M log M) per bandwidth instead of O(n^2).
+The binary map (``method="grid"``, and each column of ``"classwise"``) is the
+reflected-Gaussian Nadaraya-Watson estimator of :mod:`skcalib._backend.grid`,
+built from the sufficient statistics ``(sum w, sum w*y)`` of
+:func:`~skcalib._backend.grid.calibration_statistics` (binned once on the fine
+grid and coarsened exactly for each bandwidth). Every number here is the
+*grid* estimator: the kernel sums at the grid nodes are exact (FFT), and a
+score between two nodes reads the linear interpolation of the numerator and
+of the denominator sums, with the hat weights that binned it. The
+leave-one-out criterion removes from those interpolated sums exactly the
+share that the point itself contributed, so it equals the grid estimator
+refitted without that point (to round-off), at O(n + M log M) per bandwidth
+instead of O(n^2).
 """
 
 from __future__ import annotations
@@ -18,10 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.special import expit
 
-from .grid import bin_positions, coarsen, grid_points, grid_size, reflected_smooth
-from .kernels import clip_simplex, dirichlet_log_normalizer, periodized_gaussian
+from ..grid import bin_positions, coarsen, grid_points, grid_size, reflected_smooth
+from ..kernels import periodized_gaussian
 
 __all__ = [
     "GridMap",
@@ -29,6 +30,7 @@ __all__ = [
     "fit_grid_map",
     "loo_log_loss",
     "select_sigma_loo",
+    "smoothest_best",
 ]
 
 # Candidate bandwidths of the leave-one-out search (then refined between the
@@ -299,85 +301,3 @@ def smoothest_best(scores, bandwidths):
     best = np.min(scores)
     tied = np.flatnonzero(scores <= best + TIE_TOL * max(1.0, abs(best)))
     return int(tied[np.argmax(bandwidths[tied])])
-
-
-def finalize_proba(Q, eps):
-    """Clip class probabilities to ``[eps, 1 - eps]`` and renormalise the rows."""
-    Q = np.clip(Q, eps, 1.0 - eps)
-    Q /= Q.sum(axis=1, keepdims=True)
-    return Q
-
-
-def dirichlet_prior_mix(R, log_mass, X, bandwidth, prior):
-    """Mix a pseudo-observation with uniform label distribution into ``R``.
-
-    ``R = sum_i w_i k(x; f_i) e_i / sum_i w_i k(x; f_i)`` becomes
-    ``(m R + c u) / (m + c)`` with ``m = exp(log_mass)`` the kernel mass as a
-    share of the total weight, ``u = 1 / K`` and ``c = prior * k(x; x)`` the
-    mass of a pseudo-observation of weight ``prior`` (a share of the total
-    weight) at ``x`` itself.
-    """
-    if prior <= 0:
-        return R
-    X = clip_simplex(X)
-    log_self = np.einsum("ij,ij->i", np.log(X), X) / bandwidth
-    log_self -= dirichlet_log_normalizer(X, bandwidth)
-    # lam = c / (m + c), formed from log(m) - log(c) without overflow
-    lam = expit(np.log(prior) + log_self - log_mass)
-    return (1.0 - lam)[:, None] * R + (lam / R.shape[1])[:, None]
-
-
-def select_dirichlet_loo(F, y, w, eps, *, grid, max_samples, random_state=0, prior=0.0):
-    """Dirichlet bandwidth minimising the leave-one-out log-loss of the smoother.
-
-    The loss of sample ``j`` is ``-log R_{-j}[y_j]`` with ``R_{-j}`` the
-    leave-one-out Nadaraya-Watson ratio (clipped and renormalised as at
-    transform time). As for the ``"mle"`` and ``"risk"`` selectors, a random
-    subsample of ``max_samples`` points (fixed seed) is used when ``n`` is
-    larger: its neighbours are the subsample, so the bandwidth suits a sample
-    of that size (a little larger than the best one for all ``n`` points).
-
-    Returns
-    -------
-    bandwidth : float
-    info : dict
-        ``grid``, ``scores`` (leave-one-out log-loss per value), ``n_used``.
-    """
-    from .smoothing import DirichletCentres, loo_grid_statistics
-
-    n = F.shape[0]
-    if n > max_samples:
-        rng = np.random.default_rng(random_state)
-        keep = np.sort(rng.choice(n, size=max_samples, replace=False))
-        F, y, w = F[keep], y[keep], w[keep]
-    centres = DirichletCentres(F, y, w)
-    Fs, ys, ws = centres.F, centres.y, centres.w
-    grid = np.asarray(grid, dtype=np.float64)
-    if centres.n >= 2:
-        stats = loo_grid_statistics(centres, grid, ratio=True, whole_weight=True)
-        rows = np.arange(centres.n)
-        log_total = np.log(centres.total_w)
-        loss = np.empty(len(grid))
-        for g, (b, st) in enumerate(zip(grid, stats, strict=True)):
-            R = dirichlet_prior_mix(
-                st["ratio"], st["log_mass"] - log_total, Fs, b, prior
-            )
-            R = finalize_proba(R, eps)
-            loss[g] = -np.dot(ws, np.log(R[rows, ys])) / ws.sum()
-    else:
-        # No neighbour to leave in: every bandwidth predicts the prior alone.
-        loss = np.full(len(grid), np.log(centres.K))
-    best = smoothest_best(loss, grid)
-    info = {"grid": grid, "scores": loss, "n_used": centres.n}
-    return float(grid[best]), info
-
-
-def normalize_rows(Q):
-    """Clip to [0, 1] and divide each row by its sum.
-
-    A row that is all zeros (every one-vs-rest map says 0) carries no
-    information and becomes the even split.
-    """
-    Q = np.clip(Q, 0.0, 1.0)
-    total = Q.sum(axis=1, keepdims=True)
-    return np.divide(Q, total, out=np.full_like(Q, 1.0 / Q.shape[1]), where=total > 0)

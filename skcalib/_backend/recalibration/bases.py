@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .logit_scaling import (
+from .scaling import (
     EXTRA_PRIOR_SD,
     INTERCEPT_PRIOR_SD,
     LOG_SCALE_PRIOR_SD,

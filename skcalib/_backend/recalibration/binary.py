@@ -7,14 +7,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp
 
-from .logit_bases import (
+from ..threads import one_blas_thread
+from .bases import (
     TABLE_POINTS,
     _base_log_odds,
     _fit_averaged_base,
     _fold_base_log_odds,
     predictive_log_odds,
 )
-from .logit_correction import (
+from .correction import (
     MONOTONE,
     LogitMap,
     fit_correction,
@@ -23,23 +24,22 @@ from .logit_correction import (
     node_coordinates,
     squared_gaps,
 )
-from .logit_nodes import bin_to_nodes, make_nodes
-from .logit_selection import (
+from .nodes import bin_to_nodes, make_nodes
+from .selection import (
     BASE_PRIOR_ODDS,
     MIN_BASE_WEIGHT,
     N_FOLDS,
     SE_MULTIPLIER,
     _candidates,
     _n_repeats,
-    _node_log_loss,
     _two_stage_choice,
     base_weights,
     effective_size,
     standard_error_choice,
+    step_weight,
     stratified_folds,
     uniform_mix,
 )
-from .threads import one_blas_thread
 
 # A binary base is not one base but the mixture of all of them (their
 # probabilities averaged), weighted by their cross-validated log scores
@@ -97,27 +97,6 @@ AVERAGE_BASES = True
 # (5000 rows: within 0.06, flipped 1.08 -> 1.02); binary real data at 1000
 # rows, against the best peer, odds 0.1 / 1: win/tie/loss 3/9/2 / 3/11/0,
 # median -0.00 / -0.03 %, worst +0.53 / +0.24 % (synth_bin/RF).
-
-
-# Prior odds of the smooth correction against the step map (bandwidth
-# MONOTONE) in their mixture: the step map enters the output at every size
-# with its pseudo-BMA weight (step_weight), where it replaced the smooth map
-# from MIN_STEP_ROWS rows if it beat it by SE_MULTIPLIER standard errors.
-# Measured on the benchmark's known truths (tuning seeds, 6 samples; exact
-# excess log-loss / best peer's at n = 50, 200, 1000): without the step map
-# the jump truth was 1.47, 2.04, 3.14 and the temperature-shaped truth
-# 1.37, 1.19, 1.19. With the Bayesian bootstrap of base_weights, odds 30
-# gave the jump 1.35, 1.28, 1.12 but the temperature-shaped truth 1.40,
-# 1.33, 1.42 (the bootstrap keeps a few per cent on a step map within
-# noise); odds 100: 1.40, 1.40, 1.17 and 1.38, 1.26, 1.31. Without it, odds
-# 10: 1.32, 1.21, 1.05 and 1.42, 1.31, 1.24; odds 30: 1.39, 1.36, 1.05
-# and 1.38, 1.23, 1.20 (the other truths within 0.03 of no step map).
-# Stacking the two maps instead (the weight that maximises their mixture's
-# held-out log score, less c log(1 - weight)), tuning seeds, 40 samples,
-# against these odds: c = 0 took the jump at 200 rows to 1.09 (from 1.52)
-# but Platt/200 to 4.33 (1.42) and the temperature-shaped truth at 1000
-# rows to 12.3 (1.63); c = 10 gave the step map too little (jump/200 2.51).
-STEP_PRIOR_ODDS = 30.0
 
 
 # Name of the mixture of bases among the candidates of a selection.
@@ -183,19 +162,24 @@ class BinaryLogitFit:
 BINARY_BASES = ("temperature", "platt", "beta", "sigmoid")
 
 
-def step_weight(smooth, step, weights, n_eff):
-    """Weight of the step map against the smooth correction in their mixture.
+def _node_log_loss(log_odds, stats, eps, mix=0.0):
+    """Held-out log-losses of the node masses and their weights.
 
-    Pseudo-BMA: ``1 / (1 + odds exp(S_step - S_smooth))`` with ``S`` the
-    summed held-out log-losses (weighted to ``n_eff`` rows) and ``odds =
-    STEP_PRIOR_ODDS``. Unlike :func:`base_weights` it does not average over
-    the bootstrap of ``S``: that average gives a step map within noise of
-    the smooth map a share of about ``1 / (1 + odds)``, and a smooth truth
-    pays for it.
+    The probabilities are ``expit(log_odds)`` mixed ``mix`` towards 1/2 (the
+    output the fitted map will give). Returns ``(losses, weights)``, each of
+    shape ``(2 m,)``: the loss of a positive and of a negative sample at
+    each node, weighted by the positive and negative mass there. Leading
+    axes of ``log_odds`` (shape ``(..., m)``) and ``stats`` (``(..., 2,
+    m)``) are problems, each with its own ``2 m`` entries on the last axis.
     """
-    v = weights * (n_eff / weights.sum())
-    gap = float((step - smooth) @ v) + np.log(STEP_PRIOR_ODDS)
-    return float(expit(-gap))
+    W1, W = stats[..., 0, :], stats[..., 1, :]
+    q1 = (1.0 - mix) * expit(log_odds) + 0.5 * mix
+    q0 = (1.0 - mix) * expit(-log_odds) + 0.5 * mix
+    # np.minimum(np.maximum()): np.clip without its wrapper, which cost more
+    # than the arithmetic at a few hundred nodes.
+    l1 = -np.log(np.minimum(np.maximum(q1, eps), 1.0 - eps))
+    l0 = -np.log(np.minimum(np.maximum(q0, eps), 1.0 - eps))
+    return np.concatenate([l1, l0], axis=-1), np.concatenate([W1, W - W1], axis=-1)
 
 
 def _mixture_log_odds(U, pi):

@@ -1,10 +1,10 @@
-"""Log-odds and log-probabilities of input scores, with their floors."""
+"""Probability matrices in and out of a map: the log-odds and log-probabilities
+of the input scores (with their floors), and the output rows clipped and
+renormalised."""
 
 from __future__ import annotations
 
 import numpy as np
-
-from .row_sums import row_sums
 
 # Added to probabilities before the logarithm (as scikit-learn's temperature
 # scaling does), so that a zero probability becomes a finite log-odds of -27.6.
@@ -57,22 +57,19 @@ def binary_log_odds(P, floor=None):
     return L[:, 1] - L[:, 0]
 
 
-def class_log_odds(L):
-    """One-vs-rest log-odds ``L_k - log sum_{j != k} exp(L_j)`` of each column."""
-    n = L.shape[0]
-    rows = np.arange(n)
-    top = np.argmax(L, axis=1)
-    shifted = L - L[rows, top][:, None]
-    E = np.exp(shifted)
-    E[rows, top] = 0.0
-    others = row_sums(E)
-    # With the top class's exp(0) = 1 in the sum, sum_{j != k} = S - E_k is
-    # at least 1 for the other classes: the subtraction loses nothing. The
-    # top class's sum of the others is added without it, so that a
-    # dominant class keeps the digits of the rest (absolute error ~1e-16
-    # throughout, as the running log-sums had). One exp and one log per
-    # entry, where running log-sums took 2 (K - 1) logaddexp per row.
-    np.subtract((others + 1.0)[:, None], E, out=E)
-    E[rows, top] = others
-    shifted -= np.log(E, out=E)
-    return shifted
+def finalize_proba(Q, eps):
+    """Clip class probabilities to ``[eps, 1 - eps]`` and renormalise the rows."""
+    Q = np.clip(Q, eps, 1.0 - eps)
+    Q /= Q.sum(axis=1, keepdims=True)
+    return Q
+
+
+def normalize_rows(Q):
+    """Clip to [0, 1] and divide each row by its sum.
+
+    A row that is all zeros (every one-vs-rest map says 0) carries no
+    information and becomes the even split.
+    """
+    Q = np.clip(Q, 0.0, 1.0)
+    total = Q.sum(axis=1, keepdims=True)
+    return np.divide(Q, total, out=np.full_like(Q, 1.0 / Q.shape[1]), where=total > 0)

@@ -17,18 +17,14 @@ Working in log-odds keeps the resolution where confident models put their
 scores (a probability-space kernel cannot tell 0.999 from 0.99999). Beyond
 the calibration data the correction is constant; a binary map is constant
 there too, a multiclass map follows its parametric base (see
-:class:`LogitMap`).
+:class:`.correction.LogitMap`).
 
 All kernel sums run over ``m <= MAX_NODES`` nodes at quantiles of the data,
 onto which the samples are binned linearly (weights and first moments kept
 exactly), so a fit costs ``O(n + m^2)`` per bandwidth after one binning pass.
 
-This module takes probability matrices in and gives them out; the parts live
-beside it: :mod:`.logit_scores` (log-odds of the scores),
-:mod:`.logit_nodes`, :mod:`.logit_scaling` (the parametric fits),
-:mod:`.logit_correction`, :mod:`.logit_selection` (folds and the choice
-rules), :mod:`.logit_bases`, :mod:`.logit_binary` and
-:mod:`.logit_multiclass`.
+This module is the engine's entry point: probability matrices in and out
+(the parts beside it are listed in the package's docstring).
 """
 
 from __future__ import annotations
@@ -37,30 +33,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from .binning import positive_weight_rows, relative_weights
-from .logit_binary import fit_binary_logit_map
-from .logit_correction import LogitMap
-from .logit_multiclass import fit_multiclass_logit_map
-from .logit_scores import (
-    binary_log_odds,
-    class_log_odds,
-    log_probabilities,
-    score_floor,
-)
-from .logit_selection import BANDWIDTHS, uniform_mix
+from ..binning import positive_weight_rows, relative_weights
+from .binary import fit_binary_logit_map
+from .multiclass import fit_multiclass_logit_map
+from .scores import binary_log_odds, log_probabilities, score_floor
 
-__all__ = [
-    "BANDWIDTHS",
-    "LogitMap",
-    "binary_log_odds",
-    "class_log_odds",
-    "fit_binary_logit_map",
-    "fit_logit_map",
-    "fit_multiclass_logit_map",
-    "logit_map_proba",
-    "log_probabilities",
-    "uniform_mix",
-]
+__all__ = ["fit_logit_map", "logit_map_proba"]
 
 
 # Larger total weights are scaled down to it (see fit_logit_map).
