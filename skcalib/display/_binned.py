@@ -28,6 +28,7 @@ from ._plotting import (
     merge_style,
     plain_labels,
     predict_proba_of,
+    scores_of_a_model,
     stack_curves,
     to_table,
 )
@@ -626,6 +627,7 @@ despine
         )
 
     @classmethod
+    @scores_of_a_model
     @validate_params(n_bins=N_BINS)
     def from_estimator(
         cls,
@@ -730,6 +732,7 @@ despine
         )
 
     @classmethod
+    @scores_of_a_model
     @validate_params(n_bins=N_BINS)
     def from_cv_results(
         cls,

@@ -23,6 +23,7 @@ from ._plotting import (
     level_text,
     merge_style,
     predict_proba_of,
+    scores_of_a_model,
     to_table,
 )
 
@@ -524,6 +525,7 @@ class CalibrationBoundDisplay:
         return display._render(ax=ax, bar_kwargs=bar_kwargs, despine=despine)
 
     @classmethod
+    @scores_of_a_model
     @validate_params(methods=_METHODS, n_bins=N_BINS)
     def from_estimator(
         cls,

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._params import Boolean, Interval, NoneOr, validate_params
-from ._plotting import axes_or_new, hide_spines, level_text, merge_style
+from ._plotting import (
+    axes_or_new,
+    hide_spines,
+    level_text,
+    merge_style,
+    scores_of_a_model,
+)
 
 __all__ = ["CalibrationOverTimeDisplay"]
 
@@ -346,6 +352,7 @@ class CalibrationOverTimeDisplay:
         )
 
     @classmethod
+    @scores_of_a_model
     def from_estimator(
         cls,
         estimator,

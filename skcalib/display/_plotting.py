@@ -7,6 +7,7 @@ styles): a figure is created with ``plt.subplots`` only when no axes is given.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
@@ -22,6 +23,7 @@ from .._validation import (
     check_groups,
     check_sample_weight,
     check_target,
+    from_predict_proba,
 )
 
 # matplotlib rejects a property given under two aliases; the user's spelling wins.
@@ -236,6 +238,19 @@ def check_features(X, y):
             f"X must be an array-like of shape (n_samples, n_features); {exc}"
         ) from None
     return check_target(y, n)
+
+
+def scores_of_a_model(method):
+    """Decorate a ``from_estimator`` / ``from_cv_results`` method: the
+    probabilities it computes with are ``predict_proba``'s, never hard
+    labels passed by mistake (see :func:`warn_hard_labels`)."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with from_predict_proba():
+            return method(*args, **kwargs)
+
+    return wrapper
 
 
 def predict_proba_of(estimator, X, pos_label, name, classes=None):

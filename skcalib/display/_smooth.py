@@ -33,6 +33,7 @@ from ._plotting import (
     plain_labels,
     predict_proba_of,
     score_range_of,
+    scores_of_a_model,
     stack_curves,
     to_table,
 )
@@ -925,6 +926,7 @@ density_panel, fade_below, despine
         )
 
     @classmethod
+    @scores_of_a_model
     @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_estimator(
         cls,
@@ -1038,6 +1040,7 @@ fade_below, despine
         )
 
     @classmethod
+    @scores_of_a_model
     @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_cv_results(
         cls,

@@ -17,7 +17,7 @@ import functools
 import numbers
 
 from .._params import IsCallable, Options, validate_params
-from .._validation import check_estimator_proba
+from .._validation import check_estimator_proba, from_predict_proba
 
 __all__ = [
     "CalibrationBoundScorer",
@@ -93,7 +93,10 @@ class CalibrationScorer:
             estimator.predict_proba(X), estimator, _num_samples(X)
         )
         labels = getattr(estimator, "classes_", None)
-        return self._sign * self._score(estimator, y_true, proba, labels, **kwargs)
+        # predict_proba's output: probabilities even where all are 0 or 1.
+        with from_predict_proba():
+            value = self._score(estimator, y_true, proba, labels, **kwargs)
+        return self._sign * value
 
     def _score(self, estimator, y_true, proba, labels, **metadata):
         """Hook for subclasses that need the estimator itself."""
