@@ -138,6 +138,14 @@ def to_numpy(x, xp):
     return np.asarray(x)
 
 
+def contiguous(x, xp):
+    """``x`` laid out contiguously where the namespace has strides (a column
+    of a PyTorch matrix is copied: its search functions warn otherwise)."""
+    if namespace_name(xp) == "torch":
+        return x.contiguous()
+    return x
+
+
 def as_zero_d(x, xp):
     """``x`` as a 0-d array (NumPy's reductions return scalars)."""
     if namespace_name(xp) == "numpy":
