@@ -20,6 +20,7 @@ from .._validation import (
     check_n_bins,
     check_option,
 )
+from ._array_api import array_api_inputs, binned_tables, host_weight
 from ._dask import dask_binned_calibration_error
 from ._groups import by_group
 from ._results import BinnedCalibrationResult
@@ -191,32 +192,39 @@ def binned_calibration_error(
     check_option("strategy", strategy, ("uniform", "quantile"))
     check_option("multi_class", multi_class, ("top-label", "classwise"))
     check_binned_options(norm, debias, root, return_details)
-    data = check_calibration_inputs(
-        y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
+    data = array_api_inputs(
+        y_true,
+        y_proba,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        caller="binned_calibration_error",
     )
+    on_device = data is not None
+    if not on_device:
+        data = check_calibration_inputs(
+            y_true,
+            y_proba,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+        )
     # Only "cbrt" reads the number of rows of positive weight (a pass at 1e7).
     n_positive = 0
     if isinstance(n_bins, str):
         n_positive = (
             data.n_samples
             if data.unit_weight
-            else int(np.count_nonzero(data.sample_weight))
+            else int(
+                np.count_nonzero(host_weight(data) if on_device else data.sample_weight)
+            )
         )
     n_bins = check_n_bins(n_bins, n_positive)
-    # without weights the bin sums need no products, no pass over w and no
-    # array of ones (w is None then)
-    unit = True if data.unit_weight else None
-    values, tables = [], []
-    for y, s, w in binary_tasks(data, multi_class, unit_as_none=True):
-        if strategy == "uniform":
-            table = bin_table(y, s, w, uniform_edges(n_bins), unit_weight=unit)
-        elif unit and s.shape[0] >= SELECT_MIN:
-            table = quantile_table(y, s, n_bins)
-        else:
-            edges = quantile_edges(s, w, n_bins, unit_weight=unit is True)
-            table = bin_table(y, s, w, edges, unit_weight=unit)
-        values.append(binned_error_value(table, norm, debias, not root))
-        tables.append(table)
+    if on_device:
+        tables = binned_tables(data, multi_class, strategy, n_bins)
+    else:
+        tables = _tables(data, multi_class, strategy, n_bins)
+    values = [binned_error_value(t, norm, debias, not root) for t in tables]
     value = float(np.mean(values))
     if not return_details:
         return value
@@ -234,6 +242,24 @@ def binned_calibration_error(
         multi_class=multi_class if data.kind == "multiclass" else "binary",
         n_samples=data.n_samples,
     )
+
+
+def _tables(data, multi_class, strategy, n_bins):
+    """Bin table of each binary problem of ``data`` (NumPy)."""
+    # without weights the bin sums need no products, no pass over w and no
+    # array of ones (w is None then)
+    unit = True if data.unit_weight else None
+    tables = []
+    for y, s, w in binary_tasks(data, multi_class, unit_as_none=True):
+        if strategy == "uniform":
+            table = bin_table(y, s, w, uniform_edges(n_bins), unit_weight=unit)
+        elif unit and s.shape[0] >= SELECT_MIN:
+            table = quantile_table(y, s, n_bins)
+        else:
+            edges = quantile_edges(s, w, n_bins, unit_weight=unit is True)
+            table = bin_table(y, s, w, edges, unit_weight=unit)
+        tables.append(table)
+    return tables
 
 
 register_scorer(

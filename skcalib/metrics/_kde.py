@@ -16,6 +16,7 @@ from .._validation import (
     check_kde_options,
     check_random_generator,
 )
+from ._array_api import array_api_inputs, host_weight, kde_results
 from ._groups import by_group
 from ._results import KDECalibrationResult
 from ._scorer import CalibrationScorer, register_scorer
@@ -283,17 +284,34 @@ def kde_calibration_error(
     p, bandwidth, debias = check_kde_options(
         p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
     )
-    data = check_calibration_inputs(
-        y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
+    data = array_api_inputs(
+        y_true,
+        y_proba,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        caller="kde_calibration_error",
     )
+    on_device = data is not None
+    if on_device:
+        weight = host_weight(data)
+    else:
+        data = check_calibration_inputs(
+            y_true,
+            y_proba,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+        )
+        weight = data.weight
     n_needed = 3 if debias else 2
-    if np.count_nonzero(data.weight > 0) < n_needed:
+    if np.count_nonzero(weight > 0) < n_needed:
         raise ValueError(
             f"kde_calibration_error needs at least {n_needed} samples with positive "
             f"sample_weight ({'debiased ' if debias else ''}leave-one-out estimate)."
         )
-    rows, n_pool = _evaluation_rows(data.weight, max_samples, random_state)
-    n_pairs = rows.shape[0] * data.weight.shape[0]
+    rows, n_pool = _evaluation_rows(weight, max_samples, random_state)
+    n_pairs = rows.shape[0] * weight.shape[0]
     if n_pairs > LARGE_PAIRS:
         warn_user(
             f"kde_calibration_error compares every pair of the {n_pool} samples "
@@ -301,30 +319,43 @@ def kde_calibration_error(
             "Pass max_samples=2000 for an estimate with its standard error "
             "(return_details=True), in O(max_samples * n)."
         )
-    problems = _problems(data, multi_class)
-    steps = len(problems) * (2 if isinstance(bandwidth, str) else 1)
+    classwise = data.kind == "multiclass" and multi_class == "classwise"
+    n_problems = data.proba.shape[1] if classwise else 1
+    steps = n_problems * (2 if isinstance(bandwidth, str) else 1)
     with Progress("ECE-KDE", steps, verbose) as progress:
-        results = [
-            _solve(
-                F,
-                y,
-                w,
-                scale,
+        if on_device:
+            results = kde_results(
+                data,
+                rows,
                 p=p,
                 bandwidth=bandwidth,
+                multi_class=multi_class,
                 debias=debias,
                 chunk_size=chunk_size,
-                n_jobs=n_jobs,
-                rows=rows,
                 progress=progress,
             )
-            for F, y, w, scale in problems
-        ]
+        else:
+            results = [
+                _solve(
+                    F,
+                    y,
+                    w,
+                    scale,
+                    p=p,
+                    bandwidth=bandwidth,
+                    debias=debias,
+                    chunk_size=chunk_size,
+                    n_jobs=n_jobs,
+                    rows=rows,
+                    progress=progress,
+                )
+                for F, y, w, scale in _problems(data, multi_class)
+            ]
     terms = np.mean([r[0] for r in results], axis=0)
-    w = data.weight[rows]
+    w = weight[rows]
     terms = np.where(w > 0, terms, 0.0)
     value = float(np.dot(w, terms) / w.sum())
-    se = _sampling_standard_error(w, terms, value, n_pool, data.weight)
+    se = _sampling_standard_error(w, terms, value, n_pool, weight)
     if root:
         power = value
         value = float(np.sign(power) * abs(power) ** (1.0 / p))
@@ -334,10 +365,10 @@ def kde_calibration_error(
                 se = float(se * abs(power) ** (1.0 / p - 1.0) / p)
     if not return_details:
         return value
-    if rows.shape[0] == data.weight.shape[0]:
+    if rows.shape[0] == weight.shape[0]:
         per_sample = terms
     else:
-        per_sample = np.full(data.weight.shape[0], np.nan)
+        per_sample = np.full(weight.shape[0], np.nan)
         per_sample[rows] = terms
 
     def collect(i):
