@@ -1423,7 +1423,8 @@ def _as_namespace(x, xp, device, name):
                 f"{xp.__name__}; got dtype {x.dtype}."
             ) from None
         return from_numpy(x, xp, device)
-    if own is xp and device_of(x) == device:
+    # A JAX array being traced has no device (None): it stays where it is.
+    if own is xp and (device is None or device_of(x) == device):
         return x
     return from_numpy(to_numpy(x, own), xp, device)
 
@@ -1449,8 +1450,14 @@ def check_array_api_probabilities(y_proba, xp):
     arr = _xp_float_dtype(y_proba, xp, name)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
-    if arr.ndim not in (1, 2):
-        raise ValueError(f"{name} must be 1-D or 2-D, got {arr.ndim} dimensions.")
+    if arr.ndim > 2:
+        # the words of scikit-learn's check_array, as for NumPy input
+        raise ValueError(
+            f"{name} must be array-like of numbers: Found array with dim "
+            f"{arr.ndim}, while dim <= 2 is required."
+        )
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must be 1-D or 2-D, got 0 dimensions.")
     if arr.shape[0] == 0:
         raise ValueError(f"{name} is empty; at least one sample is required.")
     if not has_values(arr):
@@ -1516,8 +1523,8 @@ def check_array_api_weights(sample_weight, n_samples, xp, device, *, checked=Tru
     return w
 
 
-def _xp_labels(y_true, n_samples, xp, device):
-    """``y_true`` as a 1-D array of ``xp`` with one label per row of y_proba."""
+def _xp_labels(y_true, xp, device):
+    """``y_true`` as a non-empty 1-D array of ``xp`` on ``device``."""
     if y_true is None:
         raise ValueError("y_true must not be None.")
     y = _as_namespace(y_true, xp, device, "y_true")
@@ -1530,11 +1537,6 @@ def _xp_labels(y_true, n_samples, xp, device):
         )
     if y.shape[0] == 0:
         raise ValueError("y_true is empty; at least one sample is required.")
-    if y.shape[0] != n_samples:
-        raise ValueError(
-            f"y_true and y_proba have inconsistent numbers of samples: "
-            f"{y.shape[0]} and {n_samples}."
-        )
     return y
 
 
@@ -1571,9 +1573,15 @@ def check_array_api_inputs(
 
     check_pos_label(pos_label)
     xp, device, y_proba = array_namespace_of(y_proba, caller)
+    # the order of the NumPy checks: labels, probabilities, lengths, weights
+    y = _xp_labels(y_true, xp, device)
     proba, checked = check_array_api_probabilities(y_proba, xp)
     n = proba.shape[0]
-    y = _xp_labels(y_true, n, xp, device)
+    if y.shape[0] != n:
+        raise ValueError(
+            f"y_true and y_proba have inconsistent numbers of samples: "
+            f"{y.shape[0]} and {n}."
+        )
     checked = checked and has_values(y)
     weight = check_array_api_weights(sample_weight, n, xp, device, checked=checked)
     n_columns = proba.shape[1] if proba.ndim == 2 else 2

@@ -162,7 +162,11 @@ def device_of(x):
 
 def from_numpy(a, xp, device):
     """``a`` (host data) as an array of ``xp`` on ``device``."""
-    return xp.asarray(np.asarray(a), device=device)
+    a = np.asarray(a)
+    if not a.flags.writeable:
+        # PyTorch warns on (and cannot protect) read-only memory
+        a = a.copy()
+    return xp.asarray(a, device=device)
 
 
 def concat(arrays, xp, axis=0):
