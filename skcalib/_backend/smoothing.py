@@ -474,20 +474,9 @@ def kernel_statistics(
 
     Notes
     -----
-    Rows are exponentiated relative to their maximum (a row softmax), which
-    is exact for the ratio and the effective sample size. The pair statistic
-    ``(||A||^2 - Q) / (Z^2 - Q)`` cancels catastrophically when one neighbour
-    dominates (tiny bandwidth, many classes), so for it the row maximum
-    ``m1`` (column ``i*``) is split off and the other columns are
-    exponentiated relative to their own maximum ``m2``: with
-    ``rho = exp(m2 - m1)`` every sum reads ``1 + rho * (...)`` and the
-    statistic tends, as ``rho`` underflows, to the share of the remaining
-    mass that agrees with the nearest neighbour's label instead of ``0 / 0``.
-    The squared-error U-statistic is split the same way: with
-    ``d_i = e_{y_i} - x_j``, ``D = sum_{i != i*} g_i d_i`` and
-    ``Q = sum_{i != i*} c_i g_i^2 ||d_i||^2`` its numerator is
-    ``t ||d_i*||^2 + rho (2 <d_i*, D> + rho (||D||^2 - Q))`` over the pair
-    mass ``t + rho (2 z + rho (z^2 - q))``.
+    Rows are exponentiated relative to their maximum (a row softmax); for
+    the pair statistics the leading entry is split off first, as
+    :func:`skcalib._backend.kde.statistics.finish_statistics` describes.
     """
     return _grid_statistics(
         centres,

@@ -109,7 +109,7 @@ def kde_calibration_loss(
 
     Returns
     -------
-    loss : array of shape ()
+    array of shape ()
         ``CE_p^p`` of the batch, of the namespace, device and floating dtype
         of ``y_proba``.
 
@@ -205,7 +205,7 @@ def select_kde_bandwidth(
 
     Returns
     -------
-    bandwidth : float or ndarray of shape (n_classes,)
+    float or ndarray of shape (n_classes,)
         The bandwidth, or one per class for ``"classwise"`` on a multiclass
         problem. A warning says when it is an end of the grid.
 

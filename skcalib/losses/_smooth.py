@@ -52,7 +52,7 @@ def smooth_ece_loss(
 
     Returns
     -------
-    loss : array of shape ()
+    array of shape ()
         ``smECE_sigma`` of the batch, of the namespace, device and floating
         dtype of ``y_proba``.
 

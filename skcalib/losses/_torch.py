@@ -116,6 +116,7 @@ class KDECalibrationLoss(_Module):
         Returns
         -------
         str
+            The bandwidth, order, reduction and debiasing.
         """
         return (
             f"bandwidth={self.bandwidth!r}, p={self.p!r}, "

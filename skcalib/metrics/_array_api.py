@@ -20,9 +20,9 @@ from .._backend.bandwidth import select_dirichlet_bandwidth
 from .._backend.binning import table_from_sums, uniform_edges
 from .._backend.kde.dense import loo_error_terms
 from .._backend.kernels import SIMPLEX_EPS
-from .._validation import check_array_api_inputs
+from .._validation import check_array_api_inputs, check_calibration_inputs
 
-__all__ = ["array_api_inputs", "binned_tables", "kde_results"]
+__all__ = ["array_api_inputs", "binned_tables", "calibration_inputs", "kde_results"]
 
 # Entries of a dense block of the kernel matrix (rows times samples) of the
 # metric: 2**22 doubles are 32 MB, a few of which are alive at once.
@@ -60,6 +60,16 @@ def array_api_inputs(y_true, y_proba, *, sample_weight, pos_label, labels, calle
         labels=labels,
         caller=caller,
     )
+
+
+def calibration_inputs(y_true, y_proba, *, sample_weight, pos_label, labels, caller):
+    """``(data, on_device)``: :func:`array_api_inputs` when it applies, else
+    the NumPy :func:`~skcalib._validation.check_calibration_inputs`."""
+    kw = dict(sample_weight=sample_weight, pos_label=pos_label, labels=labels)
+    data = array_api_inputs(y_true, y_proba, caller=caller, **kw)
+    if data is not None:
+        return data, True
+    return check_calibration_inputs(y_true, y_proba, **kw), False
 
 
 def host_weight(data):

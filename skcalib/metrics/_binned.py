@@ -16,11 +16,10 @@ from .._backend.distributed import any_dask
 from .._validation import (
     binary_tasks,
     check_binned_options,
-    check_calibration_inputs,
     check_n_bins,
     check_option,
 )
-from ._array_api import array_api_inputs, binned_tables, host_weight
+from ._array_api import binned_tables, calibration_inputs, host_weight
 from ._dask import dask_binned_calibration_error
 from ._groups import by_group
 from ._results import BinnedCalibrationResult
@@ -76,7 +75,9 @@ def binned_calibration_error(
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
+        True labels.
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probability of the positive class, or of each class.
     n_bins : int or "cbrt", default=15
         Number of bins; ``"cbrt"`` uses ``ceil(n ** (1/3))`` with ``n`` the
         number of samples of positive weight.
@@ -101,9 +102,9 @@ def binned_calibration_error(
     root : bool, default=True
         Only for ``norm="l2"``: ``True`` (the default) returns the root mean
         squared gap (RMSCE), ``False`` the mean squared gap itself. The other
-        norms have no square: ``root=False`` is refused with them. (The
+        norms have no square: ``root=False`` is refused with them. The
         default differs from :func:`kde_calibration_error`'s ``root=False``,
-        which returns the ``p``-th power by default.)
+        which returns the ``p``-th power by default.
     multi_class : {"top-label", "classwise"}, default="top-label"
         Reduction for multiclass ``y_proba`` (ignored for binary problems).
     sample_weight : array-like of shape (n_samples,), default=None
@@ -140,12 +141,20 @@ def binned_calibration_error(
 
     Returns
     -------
-    error : float, BinnedCalibrationResult or GroupedCalibrationResult
-        A :class:`BinnedCalibrationResult` with ``return_details=True``.
+    float, BinnedCalibrationResult or GroupedCalibrationResult
+        The error; a :class:`BinnedCalibrationResult` with
+        ``return_details=True``.
         With ``groups``, a :class:`GroupedCalibrationResult` instead,
         whatever ``return_details`` (which then keeps each group's
         :class:`BinnedCalibrationResult` in its ``details``): the per-group
         breakdown is what was asked for.
+
+    Notes
+    -----
+    Under scikit-learn's ``array_api_dispatch=True``, PyTorch, JAX and
+    array-api-strict input is binned in its own namespace and on its device
+    (the result is a float, as without dispatch); other input is converted
+    to NumPy. Read more in the :ref:`User Guide <training>`.
 
     References
     ----------
@@ -192,7 +201,7 @@ def binned_calibration_error(
     check_option("strategy", strategy, ("uniform", "quantile"))
     check_option("multi_class", multi_class, ("top-label", "classwise"))
     check_binned_options(norm, debias, root, return_details)
-    data = array_api_inputs(
+    data, on_device = calibration_inputs(
         y_true,
         y_proba,
         sample_weight=sample_weight,
@@ -200,15 +209,6 @@ def binned_calibration_error(
         labels=labels,
         caller="binned_calibration_error",
     )
-    on_device = data is not None
-    if not on_device:
-        data = check_calibration_inputs(
-            y_true,
-            y_proba,
-            sample_weight=sample_weight,
-            pos_label=pos_label,
-            labels=labels,
-        )
     # Only "cbrt" reads the number of rows of positive weight (a pass at 1e7).
     n_positive = 0
     if isinstance(n_bins, str):

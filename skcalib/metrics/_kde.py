@@ -12,11 +12,10 @@ from .._params import check_param
 from .._validation import (
     binary_tasks,
     check_bool,
-    check_calibration_inputs,
     check_kde_options,
     check_random_generator,
 )
-from ._array_api import array_api_inputs, host_weight, kde_results
+from ._array_api import calibration_inputs, host_weight, kde_results
 from ._groups import by_group
 from ._results import KDECalibrationResult
 from ._scorer import CalibrationScorer, register_scorer
@@ -249,6 +248,13 @@ def kde_calibration_error(
     ``effective_sample_size_median``), where the plug-in value is inflated.
     More classes need wider kernels for the same effective sample size.
 
+    Under scikit-learn's ``array_api_dispatch=True``, PyTorch, JAX and
+    array-api-strict input is computed in its own namespace and on its
+    device (a string bandwidth is chosen on a host copy of the scores, of
+    which the selectors use at most 3000); other input is converted to
+    NumPy. The differentiable twin of this estimate is
+    :func:`skcalib.losses.kde_calibration_loss`.
+
     Differences from the reference implementation of Popordanoska et al.:
     ``"classwise"`` *averages* the one-vs-rest errors (the original sums them,
     so its values are ``n_classes`` times larger); a binary problem reports the
@@ -284,7 +290,7 @@ def kde_calibration_error(
     p, bandwidth, debias = check_kde_options(
         p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
     )
-    data = array_api_inputs(
+    data, on_device = calibration_inputs(
         y_true,
         y_proba,
         sample_weight=sample_weight,
@@ -292,18 +298,7 @@ def kde_calibration_error(
         labels=labels,
         caller="kde_calibration_error",
     )
-    on_device = data is not None
-    if on_device:
-        weight = host_weight(data)
-    else:
-        data = check_calibration_inputs(
-            y_true,
-            y_proba,
-            sample_weight=sample_weight,
-            pos_label=pos_label,
-            labels=labels,
-        )
-        weight = data.weight
+    weight = host_weight(data) if on_device else data.weight
     n_needed = 3 if debias else 2
     if np.count_nonzero(weight > 0) < n_needed:
         raise ValueError(

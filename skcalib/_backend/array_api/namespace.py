@@ -197,6 +197,14 @@ def full(shape, value, like, xp):
     return xp.full(shape, value, dtype=like.dtype, device=device_of(like))
 
 
+def diagonal_mask(n_rows, n_columns, offset, like, xp):
+    """Boolean ``(n_rows, n_columns)`` mask of the diagonal ``j = i + offset``
+    on the device of ``like``."""
+    if namespace_name(xp) == "numpy":
+        return xp.eye(n_rows, n_columns, k=offset, dtype=bool)
+    return xp.eye(n_rows, n_columns, k=offset, dtype=xp.bool, device=device_of(like))
+
+
 def one_hot(index, n_columns, dtype, xp):
     """``(n, n_columns)`` indicator rows of the integer ``index``."""
     hit = index[:, None] == arange(n_columns, index, xp)[None, :]

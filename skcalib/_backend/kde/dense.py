@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..array_api.namespace import arange, full, one_hot
+from ..array_api.namespace import arange, detach, diagonal_mask, full, one_hot
 from .statistics import (
     clip_simplex,
     concat_rows,
@@ -80,8 +80,11 @@ class LabelledCentres:
         )
         return log_shift, pair_factor(xp.where(left, rest, xp.zeros_like(rest)), xp)
 
-    def row_sums(self, rows, bandwidth, log_norm, *, pairs, need_q, by_class):
-        """Sums of the leave-one-out kernel weights of the centres ``rows``.
+    def row_sums(
+        self, rows, bandwidth, log_norm, *, pairs, need_q, by_class, start=None
+    ):
+        """Sums of the leave-one-out kernel weights of the centres ``rows``
+        (``start`` says that they are ``start, start + 1, ...``).
 
         Returns the ``sums`` dict of :func:`.statistics.finish_statistics`
         and the ``loo`` tuple it takes.
@@ -89,12 +92,18 @@ class LabelledCentres:
         xp = self.xp
         X = xp.take(self.F, rows, axis=0)
         L = xp.log(X) @ (self.F / bandwidth).T - log_norm[None, :]
-        if self.log_w is not None:
-            L = L + self.log_w[None, :]
         columns = arange(self.n, rows, xp)[None, :]
-        own = columns == rows[:, None]
+        if start is None:
+            own = columns == rows[:, None]
+        else:
+            own = diagonal_mask(rows.shape[0], self.n, start, L, xp)
         log_shift, diag_c = self.loo(rows)
-        L = xp.where(own, L + log_shift[:, None], L)
+        if self.log_w is None:
+            # unit weights leave no copy of the own centre
+            L = xp.where(own, full((), -math.inf, L, xp), L)
+        else:
+            L = L + self.log_w[None, :]
+            L = xp.where(own, L + log_shift[:, None], L)
         sums = {}
         if pairs:
             # The leader's weight is 1 relative to itself; the others are
@@ -103,7 +112,10 @@ class LabelledCentres:
             sums["istar"] = istar
             sums["m1"] = xp.take_along_axis(L, istar[:, None], axis=1)[:, 0]
             L = xp.where(columns == istar[:, None], full((), -math.inf, L, xp), L)
-        ref = xp.max(L, axis=1)
+        # The reference cancels from every statistic (it scales a row's sums
+        # and their normaliser alike): no gradient goes through it, which
+        # spares the backward pass of the maximum.
+        ref = detach(xp.max(L, axis=1), xp)
         finite = xp.isfinite(ref)
         ref = xp.where(finite, ref, xp.zeros_like(ref))
         if pairs:
@@ -171,7 +183,8 @@ def loo_error_terms(
     """
     centres = LabelledCentres(F, y, weight, eps, xp)
     n = centres.n
-    if rows is None:
+    contiguous = rows is None
+    if contiguous:
         rows = arange(n, F, xp)
     m = rows.shape[0]
     step = m if block_rows is None else max(1, int(block_rows))
@@ -186,6 +199,7 @@ def loo_error_terms(
             pairs=debias,
             need_q=debias or ess,
             by_class=debias,
+            start=start if contiguous else None,
         )
         X = xp.take(centres.F, block, axis=0) if debias else None
         stats = finish_statistics(
