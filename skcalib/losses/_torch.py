@@ -8,6 +8,8 @@ PyTorch installed the classes exist (for the documentation) and raise an
 
 from __future__ import annotations
 
+import numbers
+
 from ._kde import kde_calibration_loss
 
 try:
@@ -204,7 +206,7 @@ class CalibratedCrossEntropyLoss(_CrossEntropyLoss):
                 "reduction must be 'mean': the calibration term is a statistic "
                 f"of the whole batch; got {reduction!r}."
             )
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not lam >= 0:
+        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not lam >= 0:
             raise ValueError(f"lam must be a number >= 0; got {lam!r}.")
         super().__init__(
             weight=weight,
