@@ -41,7 +41,7 @@ def check_supported(xp, caller):
 def lgamma(x, xp):
     """``log Gamma(x)`` elementwise, differentiable where the namespace is.
 
-    NumPy uses :func:`scipy.special.gammaln`, PyTorch
+    NumPy uses ``scipy.special.gammaln``, PyTorch
     ``torch.special.gammaln`` and JAX ``jax.scipy.special.gammaln`` (both
     with their gradients, the digamma function); other namespaces get
     :func:`lgamma_standard`, written with the standard's functions only.
