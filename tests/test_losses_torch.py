@@ -85,6 +85,14 @@ def test_criterion_errors():
         KDECalibrationLoss()(logits, target)  # logits are not probabilities
 
 
+def test_lambda_from_a_numpy_grid():
+    logits, target = _batch()
+    ref = CalibratedCrossEntropyLoss(0.25)(logits, target)
+    for lam in (np.float32(0.25), np.float64(0.25), np.int64(0)):
+        got = CalibratedCrossEntropyLoss(lam)(logits, target)
+        assert torch.isfinite(got) and (lam == 0 or torch.allclose(got, ref))
+
+
 def test_float32_training_step():
     logits, target = _batch()
     logits = logits.float().requires_grad_(True)
