@@ -195,7 +195,7 @@ def test_exact_zeros_and_ones_are_finite(name):
 
 
 @pytest.mark.parametrize("name", NAMESPACES)
-@pytest.mark.parametrize("sigma", [2**-10, 0.01, 0.1, 1.0])
+@pytest.mark.parametrize("sigma", [2**-8, 0.01, 0.1, 1.0])
 @pytest.mark.parametrize("multi_class", ["top-label", "classwise", "binary"])
 def test_smooth_ece_loss_equals_the_metric(name, sigma, multi_class):
     K = 2 if multi_class == "binary" else 4
@@ -383,6 +383,7 @@ def test_string_bandwidth_inside_jit_fails_clearly():
         jax.jit(loss)(array("jax", P))
 
 
+@pytest.mark.slow
 def test_jax_equals_the_metric():
     module("jax")
     y, P = _problem(40, 3, seed=8)

@@ -115,6 +115,7 @@ class _MLP(torch.nn.Module):
         return self.net(X)
 
 
+@pytest.mark.slow
 def test_skorch_grid_search_tunes_lambda_with_the_projects_scorer():
     skorch = pytest.importorskip("skorch")
     from sklearn.datasets import make_classification
