@@ -132,7 +132,11 @@ class LabelledCentres:
                 sums["qk"] = g2 @ self.E
             else:
                 sums["q"] = xp.sum(g2, axis=1)
-            sums["g_own"] = xp.sum(xp.where(own, g, xp.zeros_like(g)), axis=1)
+            if self.w is None:
+                # unit weights leave no copy of the own centre: no weight
+                sums["g_own"] = xp.zeros_like(ref)
+            else:
+                sums["g_own"] = xp.sum(xp.where(own, g, xp.zeros_like(g)), axis=1)
         return sums, (rows, diag_c)
 
 
