@@ -45,6 +45,16 @@ def _same(got, ref, tol):
     assert abs(got - ref) <= tol
 
 
+def _compare(metric, name, y, proba, w, kw, tol):
+    """``metric`` on the namespace ``name`` against NumPy (weights ``w`` when
+    ``kw`` asks for them)."""
+    weighted = kw.pop("weights", False)
+    ref = metric(y, proba, sample_weight=w if weighted else None, **kw)
+    weight = array(name, w) if weighted else None
+    got = metric(array(name, y), array(name, proba), sample_weight=weight, **kw)
+    _same(got, ref, tol)
+
+
 KDE_CASES = [
     dict(bandwidth=0.1),
     dict(bandwidth=0.05, p=2),
@@ -65,13 +75,7 @@ def test_kde_on_device_equals_numpy(dispatch, name, case):
     proba = P
     if binary and "pos_label" not in kw:
         y, proba = (y == 7).astype(int), P[:, 1]  # 0/1 labels, a 1-D y_proba
-    if kw.pop("weights", False):
-        kw["sample_weight"] = w
-    ref = kde_calibration_error(y, proba, **kw)
-    if "sample_weight" in kw:
-        kw["sample_weight"] = array(name, w)
-    got = kde_calibration_error(array(name, y), array(name, proba), **kw)
-    _same(got, ref, 1e-12)
+    _compare(kde_calibration_error, name, y, proba, w, kw, 1e-12)
 
 
 BINNED_CASES = [
@@ -89,13 +93,7 @@ BINNED_CASES = [
 def test_binned_on_device_equals_numpy(dispatch, name, case):
     kw = dict(BINNED_CASES[case])
     y, P, w = _problem(n=400, K=2 if kw.pop("binary", False) else 4, seed=case)
-    if kw.pop("weights", False):
-        kw["sample_weight"] = w
-    ref = binned_calibration_error(y, P, **kw)
-    if "sample_weight" in kw:
-        kw["sample_weight"] = array(name, w)
-    got = binned_calibration_error(array(name, y), array(name, P), **kw)
-    _same(got, ref, 1e-13)
+    _compare(binned_calibration_error, name, y, P, w, kw, 1e-13)
 
 
 @pytest.mark.parametrize("name", FRAMEWORKS)
