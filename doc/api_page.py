@@ -22,6 +22,13 @@ SECTIONS = [
         "probabilities of a classifier.",
     ),
     (
+        "skcalib.losses",
+        "Losses",
+        "Differentiable twins of the metrics on NumPy, PyTorch and JAX arrays, "
+        "and PyTorch criteria for calibration-regularised training (see "
+        ":doc:`user_guide/training`).",
+    ),
+    (
         "skcalib.display",
         "Displays",
         "Plotting classes in the style of :class:`sklearn.metrics.RocCurveDisplay`.",

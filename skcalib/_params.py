@@ -467,6 +467,17 @@ RULES = {
 }
 
 
+# The options of the ECE-KDE estimate, shared by the metric and the loss.
+KDE_RULES = {
+    "p": Interval(numbers.Real, 1, None),
+    "bandwidth": AnyOf(
+        StrOptions("mle", "risk"), Interval(numbers.Real, 0, None, closed="neither")
+    ),
+    "multi_class": StrOptions("canonical", "classwise", "top-label"),
+    "debias": AnyOf(StrOptions("auto"), Boolean()),
+}
+
+
 def _describe(owner):
     return f" of {owner}" if owner else ""
 

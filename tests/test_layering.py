@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1] / "skcalib"
 LAYERS = [
     ("skcalib._backend",),
     ("skcalib._validation", "skcalib._params", "skcalib._meta", "skcalib.exceptions"),
-    ("skcalib.metrics", "skcalib.datasets"),
+    ("skcalib.metrics", "skcalib.datasets", "skcalib.losses"),
     ("skcalib.perturbation", "skcalib.recalibration", "skcalib.spark"),
     ("skcalib.display",),
     ("skcalib.cli", "skcalib.__main__"),
