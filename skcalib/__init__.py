@@ -37,6 +37,8 @@ _SUBMODULES = (
     "metrics",
     "perturbation",
     "recalibration",
+    "losses",
+    "spark",
 )
 
 

@@ -16,21 +16,17 @@ from .._backend import monitoring as _mon
 from .._backend import smece as _sm
 from .._backend.distributed import node_statistics
 from .._backend.grid import FINE_M
-from .._params import MAX_BOOTSTRAP, Interval, check_param, check_random_generator
+from .._params import (
+    MONITOR_RULES,
+    Interval,
+    check_random_generator,
+    validate_params,
+)
 from ._accumulator import CalibrationAccumulator
 
 __all__ = ["CalibrationMonitor", "ChangeTestResult", "MonitoringReport"]
 
 _L1 = _sm.GridGeometry("l1")
-_RULES = {
-    "n_windows": Interval(numbers.Integral, 1, None),
-    "n_bootstrap": Interval(numbers.Integral, 0, MAX_BOOTSTRAP),
-    "n_resamples": Interval(numbers.Integral, 0, 10**6),
-}
-
-
-def _check(name, value, owner):
-    return check_param(name, value, _RULES.get(name), owner)
 
 
 _UNITS = {"W": "W", "D": "D", "h": "h", "min": "m", "s": "s", "ms": "ms"}
@@ -256,6 +252,7 @@ class CalibrationMonitor:
     True
     """
 
+    @validate_params()
     def __init__(self, *, window=None, pos_label=None, labels=None):
         self.window = window
         self.pos_label = pos_label
@@ -289,6 +286,7 @@ class CalibrationMonitor:
         step = length.astype(np.int64)
         return (ticks - ticks % step).view("datetime64[ns]")
 
+    @validate_params()
     def partial_fit(self, y_true, y_proba, *, key, sample_weight=None):
         """Add predictions to the windows of their keys.
 
@@ -335,6 +333,7 @@ class CalibrationMonitor:
                 self.accumulators_[k] = acc
         return self
 
+    @validate_params()
     def add(self, key, accumulator):
         """Merge an accumulator built elsewhere into the window ``key``.
 
@@ -370,6 +369,7 @@ class CalibrationMonitor:
             raise _not_fitted("This CalibrationMonitor has no window yet.")
         return sorted(self.accumulators_)
 
+    @validate_params()
     def merged(self, keys=None):
         """One accumulator for several windows.
 
@@ -397,6 +397,7 @@ class CalibrationMonitor:
         out.accumulators_ = {k: self.merged(ks) for k, ks in groups}
         return out
 
+    @validate_params()
     def rolling(self, n_windows):
         """A monitor whose window ``k`` merges ``k`` and the windows before it.
 
@@ -417,7 +418,6 @@ class CalibrationMonitor:
         CalibrationMonitor
             A new monitor with the same keys.
         """
-        n_windows = _check("n_windows", n_windows, "rolling()")
         windows = self._windows()
         length = _window_length(self.window)
         groups = []
@@ -430,6 +430,7 @@ class CalibrationMonitor:
             groups.append((k, members))
         return self._derived(groups)
 
+    @validate_params()
     def to_date(self, period="month"):
         """A monitor whose window ``k`` merges its period up to ``k``.
 
@@ -446,9 +447,7 @@ class CalibrationMonitor:
         CalibrationMonitor
             A new monitor with the same keys.
         """
-        unit = {"month": "M", "year": "Y"}.get(period)
-        if unit is None:
-            raise ValueError(f"period must be 'month' or 'year'; got {period!r}.")
+        unit = {"month": "M", "year": "Y"}[period]
         if _window_length(self.window) is None:
             raise ValueError("to_date needs time windows (window='1D', ...).")
         windows = self._windows()
@@ -461,6 +460,7 @@ class CalibrationMonitor:
             groups.append((k, members))
         return self._derived(groups)
 
+    @validate_params(**MONITOR_RULES)
     def report(
         self,
         *,
@@ -506,10 +506,6 @@ class CalibrationMonitor:
         MonitoringReport
             One entry per window.
         """
-        n_bins = _check("n_bins", n_bins, "report()")
-        n_bootstrap = _check("n_bootstrap", n_bootstrap, "report()")
-        confidence_level = _check("confidence_level", confidence_level, "report()")
-        n_resamples = _check("n_resamples", n_resamples, "report()")
         rng = check_random_generator(random_state)
         windows = self._windows()
         bounds = {} if bounds is None else dict(bounds)
@@ -586,6 +582,7 @@ class CalibrationMonitor:
             lower,
         )
 
+    @validate_params(n_resamples=Interval(numbers.Integral, 1, 10**6))
     def change_test(
         self, before, after, *, n_strata=1024, n_resamples=999, random_state=None
     ):
@@ -621,9 +618,6 @@ class CalibrationMonitor:
         ChangeTestResult
             The statistic and its p-value.
         """
-        n_resamples = _check("n_resamples", n_resamples, "change_test()")
-        if not n_resamples:
-            raise ValueError("n_resamples must be at least 1 for the change test.")
         if not (
             isinstance(n_strata, (int, np.integer))
             and 1 <= n_strata <= FINE_M
