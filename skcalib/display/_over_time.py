@@ -7,6 +7,7 @@ import numpy as np
 from .._params import MONITOR_RULES, RULES, Boolean, Interval, NoneOr, validate_params
 from ._plotting import (
     axes_or_new,
+    checks_style,
     hide_spines,
     level_text,
     merge_style,
@@ -94,6 +95,7 @@ class CalibrationOverTimeDisplay:
         """
         return self.report.frame()
 
+    @checks_style
     @validate_params(count_panel=Boolean(), despine=Boolean(), alert_level=_ALERT_LEVEL)
     def plot(
         self,
