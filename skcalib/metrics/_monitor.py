@@ -22,6 +22,7 @@ from .._params import (
     check_random_generator,
     validate_params,
 )
+from .._validation import check_sample_weight
 from ._accumulator import CalibrationAccumulator
 
 __all__ = ["CalibrationMonitor", "ChangeTestResult", "MonitoringReport"]
@@ -308,7 +309,17 @@ class CalibrationMonitor:
             The monitor itself.
         """
         y_proba = np.asarray(y_proba)
+        y = np.asarray(y_true)
         n = y_proba.shape[0] if y_proba.ndim else 0
+        if not n or y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(
+                "y_true and y_proba must hold the same positive number of samples; "
+                f"got shapes {y.shape} and {y_proba.shape}."
+            )
+        # The windows' accumulators check the values; the split needs the shape.
+        w = check_sample_weight(sample_weight, n, allow_zero_sum=True)
+        # Unweighted windows stay unweighted (their counts are their weights).
+        weighted = sample_weight is not None
         keys = self._keys(key, n)
         if not hasattr(self, "accumulators_"):
             self.accumulators_ = {}
@@ -316,8 +327,6 @@ class CalibrationMonitor:
             values, inverse = np.unique(keys, return_inverse=True)
         except TypeError as exc:
             raise TypeError(f"key values cannot be sorted: {exc}") from None
-        w = None if sample_weight is None else np.asarray(sample_weight)
-        y = np.asarray(y_true)
         for i, value in enumerate(values):
             rows = slice(None) if values.shape[0] == 1 else inverse == i
             k = (
@@ -328,7 +337,7 @@ class CalibrationMonitor:
             acc = self.accumulators_.get(k)
             fresh = acc is None
             acc = self._new_accumulator() if fresh else acc
-            acc.partial_fit(y[rows], y_proba[rows], None if w is None else w[rows])
+            acc.partial_fit(y[rows], y_proba[rows], w[rows] if weighted else None)
             if fresh:
                 self.accumulators_[k] = acc
         return self
