@@ -86,3 +86,18 @@ def test_predict_proba_of_a_model_never_warns(labels_and_predictions):
     assert _hard_label_warnings(binned, tree, X, y) == []
     smooth = SmoothReliabilityDisplay.from_estimator
     assert _hard_label_warnings(smooth, tree, X, y, n_bootstrap=0) == []
+
+
+def test_internal_stand_in_scores_never_warn():
+    # The accumulator resolves its positive class on stand-in zeros; a
+    # stream of real probabilities must not be reported as hard labels.
+    from skcalib.metrics import CalibrationAccumulator, CalibrationMonitor
+
+    rng = np.random.default_rng(1)
+    p = rng.uniform(size=500)
+    y = rng.uniform(size=500) < p
+    acc = CalibrationAccumulator().partial_fit(y, p)
+    assert _hard_label_warnings(acc.smooth_ece) == []
+    monitor = CalibrationMonitor()
+    monitor.partial_fit(y, p, key="a")
+    assert _hard_label_warnings(monitor.report, n_bootstrap=0, n_resamples=0) == []
