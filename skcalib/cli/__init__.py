@@ -37,6 +37,12 @@ from ._read import (
     open_predictions,
     read_predictions,
 )
+from ._read import (
+    MAX_ROWS as _MAX_ROWS,
+)
+from ._read import (
+    MAX_TEXT_BYTES as _MAX_TEXT_BYTES,
+)
 from ._report import (
     KDE_MAX_SAMPLES as _KDE_MAX_SAMPLES,
 )
@@ -55,6 +61,11 @@ from ._write import OutputDir
 __all__ = ["main", "build_parser", "read_predictions", "compute_report", "format_table"]
 
 EXIT_OK = 0
+# Every file ``skcalib report FILE`` may write into --out: those a run does not
+# write again are an earlier run's, and are removed.
+OUTPUT_NAMES = ("report.json", "report.html") + tuple(
+    f"reliability.{fmt}" for fmt in ("png", "svg", "pdf")
+)
 EXIT_USAGE = 2
 
 # ---------------------------------------------------------------------------
@@ -251,6 +262,25 @@ def build_parser():
         help="optional weight column (relative weights: divided by their maximum)",
     )
     rep.add_argument(
+        "--max-rows",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help=(
+            f"refuse a file of more than N rows (default: {_MAX_ROWS:,}; 0: no limit)"
+        ),
+    )
+    rep.add_argument(
+        "--max-bytes",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help=(
+            "refuse a CSV file of more than N bytes of text once decompressed "
+            f"(default: {_MAX_TEXT_BYTES:,}; 0: no limit)"
+        ),
+    )
+    rep.add_argument(
         "--pos-label",
         metavar="LABEL",
         help="positive class of a binary problem: required with one probability "
@@ -436,6 +466,8 @@ def _run_report(args, progress):
             y_true=args.y_true,
             y_proba=args.y_proba,
             sample_weight=args.sample_weight,
+            max_rows=args.max_rows,
+            max_bytes=args.max_bytes,
         )
         progress.done()
         # The distinct labels of the file: --pos-label must be one of them.
@@ -543,7 +575,7 @@ def _run_report(args, progress):
         report["outputs"][f"reliability_{args.format}"] = str(figure)
     text = json.dumps(_json_ready(report), indent=2, allow_nan=False)
     out.stage("report.json", lambda fh: fh.write((text + "\n").encode("utf-8")))
-    out.commit()
+    out.commit(OUTPUT_NAMES)
     title = f"skcalib report: {source}"
     print(format_table(report, title=title))
     written = [str(p) for p in (figure, out.path / "report.json") if p is not None]
