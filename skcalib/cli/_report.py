@@ -729,6 +729,22 @@ def compute_report(
     >>> print(format_table(report).splitlines()[0])
     2000 samples, binary, positive label True
     """
+    from .._validation import check_calibration_inputs
+
+    # The library's checks first: a scalar, None, a sparse matrix or a
+    # zero-column y_proba would otherwise fail deep inside the builder.
+    try:
+        check_calibration_inputs(
+            y_true,
+            y_proba,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+        )
+    except ValueError as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(str(exc)) from None
     y_true = np.asarray(y_true)
     y_proba = np.asarray(y_proba)
     if y_true.ndim != 1:
