@@ -29,6 +29,8 @@ import numpy as np
 
 from .._backend.progress import Progress
 from .._params import MAX_BOOTSTRAP
+from ._answers import LEGEND, answers, format_answers
+from ._html import render_html
 from ._progress import StepProgress
 from ._read import (
     _SUFFIXES,
@@ -360,7 +362,9 @@ def build_parser():
         ),
     )
     rep.add_argument(
-        "--no-plot", action="store_true", help="write report.json only, no figure"
+        "--no-plot",
+        action="store_true",
+        help="no figure: write report.json and report.html only",
     )
     rep.add_argument(
         "--format",
@@ -573,13 +577,31 @@ def _run_report(args, progress):
     if figure is not None and args.format != "png":
         report["outputs"]["reliability_png"] = None
         report["outputs"][f"reliability_{args.format}"] = str(figure)
+    report["outputs"]["report_html"] = str(out.path / "report.html")
+    report["answers"] = answers(report)
     text = json.dumps(_json_ready(report), indent=2, allow_nan=False)
     out.stage("report.json", lambda fh: fh.write((text + "\n").encode("utf-8")))
-    out.commit(OUTPUT_NAMES)
     title = f"skcalib report: {source}"
-    print(format_table(report, title=title))
-    written = [str(p) for p in (figure, out.path / "report.json") if p is not None]
-    print(f"\nwrote {' and '.join(written)}")
+    table = format_table(report)
+    page = render_html(
+        title=title,
+        summary=table.splitlines()[0],
+        answers=report["answers"],
+        legend=LEGEND,
+        table="\n".join(table.splitlines()[2:]),
+        figure_name=None if figure is None else figure.name,
+    )
+    out.stage("report.html", lambda fh: fh.write(page.encode("utf-8")))
+    out.commit(OUTPUT_NAMES)
+    print(title)
+    print(table)
+    print("\n" + "\n".join(format_answers(report["answers"])))
+    written = [
+        str(p)
+        for p in (figure, out.path / "report.json", out.path / "report.html")
+        if p is not None
+    ]
+    print(f"\nwrote {', '.join(written)}")
     return EXIT_OK
 
 
