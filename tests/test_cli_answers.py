@@ -135,3 +135,27 @@ def test_format_answers_wraps_and_ends_with_the_legend():
     lines = format_answers(answers(report))
     assert max(len(line) for line in lines) <= 88
     assert "legend:" in [line.strip() for line in lines]
+
+
+def test_streamed_report_draws_the_subsample_band():
+    from skcalib.cli._report import ReportBuilder
+
+    y, s = distorted(6000, 1.5, seed=2)
+    builder = ReportBuilder(
+        np.array([0, 1]), 1, n_bootstrap=20, kde_max_samples=300, reservoir_rows=1500
+    )
+    for start in range(0, 6000, 1000):
+        builder.add(y[start : start + 1000], s[start : start + 1000])
+    report, curve = builder.finish()
+    assert report["subsample"]["n_samples"] == 1500
+    assert "1500-row uniform subsample" in report["metrics"]["smooth_ece"]["band"]
+    low, high = curve.y_smooth_low, curve.y_smooth_high
+    ok = np.isfinite(low) & np.isfinite(high) & np.isfinite(curve.y_smooth)
+    assert ok.mean() > 0.5
+    assert (low[ok] <= curve.y_smooth[ok] + 1e-12).all()
+    assert (high[ok] >= curve.y_smooth[ok] - 1e-12).all()
+    # The subsample's band about the curve of every row: as wide as a
+    # 1500-row bootstrap band (well above zero where the data are).
+    assert np.nanmedian(high - low) > 0.01
+    disp = builder.display(curve)
+    assert disp.y_smooth_low is not None

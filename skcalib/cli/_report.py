@@ -366,6 +366,9 @@ class ReportBuilder:
             for c, ci in zip(curves, cis, strict=True):
                 c.smece_ci = ci
                 c.confidence_level = self.confidence_level if ci is not None else None
+            if sample_curve is not None:
+                for c, sc in zip(curves, _as_list(sample_curve), strict=True):
+                    _band_from_subsample(c, sc)
             if self.binary or self.multi_class == "top-label":
                 curve = curves[0]
             else:
@@ -386,6 +389,11 @@ class ReportBuilder:
             "n_bootstrap": int(n_boot),
             "ci_n_samples": int(m_rows) if n_boot else None,
         }
+        if streamed and n_boot:
+            m["smooth_ece"]["band"] = (
+                f"bootstrap band of a {m_rows}-row uniform subsample, drawn "
+                "about the curve of every row (wider than every row's band)"
+            )
         if len(cl) > 1:
             m["smooth_ece"]["sigma_per_class"] = [float(c.sigma) for c in cl]
 
@@ -658,6 +666,29 @@ def _format_checks(m):
         f"E90 {s['e90']:.4f}, E50 {s['e50']:.4f}, ICI {s['ici']:.4f}"
     )
     return lines
+
+
+def _band_from_subsample(curve, sample):
+    """Give the curve of every row the bootstrap band of the subsample's curve:
+    its deviations from the subsample's curve, carried to the full curve's
+    grid. The subsample has fewer rows, so the band is wider than the band of
+    every row would be: conservative, and the report says so."""
+    if sample.y_smooth_low is None:
+        return
+    x = np.asarray(curve.scores, dtype=float)
+    sx = np.asarray(sample.scores, dtype=float)
+    for end in ("low", "high"):
+        dev = np.asarray(getattr(sample, f"y_smooth_{end}")) - sample.y_smooth
+        ok = np.isfinite(dev)
+        shifted = np.full(x.shape, np.nan)
+        if ok.sum() >= 2:
+            inside = (x >= sx[ok].min()) & (x <= sx[ok].max())
+            shifted[inside] = curve.y_smooth[inside] + np.interp(
+                x[inside], sx[ok], dev[ok]
+            )
+        setattr(curve, f"y_smooth_{end}", np.clip(shifted, 0.0, 1.0))
+    curve.n_bootstrap = sample.n_bootstrap
+    curve.ci_method = sample.ci_method
 
 
 def _as_list(curve):
