@@ -961,7 +961,8 @@ def format_table(report, *, title=None):
     if sub:
         lines.append("")
         lines.append(
-            "note: the smooth ECE interval, the quantile-bin ECE, ECE-KDE"
+            "note: the smooth ECE interval and the figure's band, the "
+            "quantile-bin ECE, ECE-KDE"
             + (" and the bound" if "calibration_error_bound" in m else "")
             + f" use a uniform random subsample of {sub['n_samples']} of the "
             f"{report['n_samples']} rows; the other numbers use every row."
