@@ -104,7 +104,7 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=Non
 
     Returns
     -------
-    perturbed : ndarray of the shape of ``y_proba``
+    ndarray of the shape of ``y_proba``
         A new float64 array. Binary (1-D or two columns): the positive-class
         probability is perturbed and lies on ``G``, and the complement ``1 -
         s`` (exact on ``G`` too) is the first column. Three or more columns:
@@ -311,7 +311,8 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Returns
         -------
-        self : PerturbedClassifier
+        PerturbedClassifier
+            The fitted estimator (``self``).
         """
         check_estimator_params(self)
         estimator = self._get_estimator()
@@ -345,8 +346,9 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Rows sum to one; columns follow ``classes_``.
+        ndarray of shape (n_samples, n_classes)
+            Perturbed probabilities: rows sum to one; columns follow
+            ``classes_``.
 
         Raises
         ------
@@ -401,7 +403,8 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,)
+            The class of largest perturbed probability for each sample.
         """
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
@@ -411,7 +414,8 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Returns
         -------
-        routing : sklearn.utils.metadata_routing.MetadataRouter
+        sklearn.utils.metadata_routing.MetadataRouter
+            Routing of the fit parameters to ``estimator``.
         """
         return estimator_router(self, self._get_estimator())
 
@@ -435,7 +439,7 @@ class PerturbationScaleResult:
     Returned by :func:`select_perturbation_scale`; every field is a plain
     number or numpy array, so it can be plotted or tabulated directly.
 
-    Attributes
+    Parameters
     ----------
     scales : ndarray of shape (n_scales,)
         Perturbation scales, increasing.
@@ -451,21 +455,42 @@ class PerturbationScaleResult:
     recommended_scale : float
         Largest scale whose mean loss is within ``tolerance`` (the smallest
         scale, with ``within_tolerance`` all False, if none is).
-    bound_method : str or None
+    bound_method : str or None, default=None
         Method of the certified bounds (``None`` if they were not computed).
-    delta : float
+    delta : float, default=0.05
         Failure probability of each certified bound.
-    bound_upper, bound_estimate : ndarray of shape (n_scales,) or None
-        Certified upper bound and point estimate of the calibration error of
-        the pooled out-of-fold perturbed scores, for each scale.
-    base_bound_upper, base_bound_estimate : float or None
-        The same for the unperturbed out-of-fold scores, by the total-variation
-        bound under the monotone assumption (``method="tv"``), which needs no
-        perturbation; for comparison.
-    n_samples : int
+    bound_upper : ndarray of shape (n_scales,) or None, default=None
+        Certified upper bound on the calibration error of the pooled
+        out-of-fold perturbed scores, for each scale.
+    bound_estimate : ndarray of shape (n_scales,) or None, default=None
+        Point estimate of the same calibration error, for each scale.
+    base_bound_upper : float or None, default=None
+        Certified upper bound for the unperturbed out-of-fold scores, by the
+        total-variation bound under the monotone assumption
+        (``method="tv"``), which needs no perturbation; for comparison.
+    base_bound_estimate : float or None, default=None
+        Point estimate of the same for the unperturbed scores.
+    n_samples : int, default=0
         Number of samples the bounds use.
-    bounds : tuple of CalibrationBound
+    bounds : tuple of CalibrationBound, default=()
         The full certified bound of each scale (empty if not computed).
+
+    Attributes
+    ----------
+    score_mean : ndarray of shape (n_scales,)
+        Mean over folds of the perturbed score, per scale.
+    score_std : ndarray of shape (n_scales,)
+        Standard deviation over folds of the perturbed score, per scale.
+    base_score_mean : float
+        Mean over folds of the unperturbed score.
+    base_score_std : float
+        Standard deviation over folds of the unperturbed score.
+    score_loss : ndarray of shape (n_scales,)
+        ``base_score_mean - score_mean`` per scale (positive = worse).
+    within_tolerance : ndarray of shape (n_scales,)
+        Whether each scale's mean loss is at most ``tolerance``.
+    recommended_index : int
+        Index of ``recommended_scale`` in ``scales``.
     """
 
     scales: np.ndarray
@@ -658,7 +683,9 @@ def select_perturbation_scale(
 
     Returns
     -------
-    result : PerturbationScaleResult
+    PerturbationScaleResult
+        Cross-validated scores and certified bounds of every scale, and the
+        recommended scale.
 
     Notes
     -----

@@ -336,7 +336,7 @@ def calibration_error_bound(
 
     Returns
     -------
-    upper : float, CalibrationBound or GroupedCalibrationResult
+    float, CalibrationBound or GroupedCalibrationResult
         The certified upper bound. With ``return_details=True``, a
         :class:`CalibrationBound` holding ``upper``, ``lower``, ``estimate``,
         the additive ``terms``, ``per_fold`` details, the ``vacuous`` flag and
