@@ -142,6 +142,70 @@ def test_docstring(qualname, module, is_member):
         )
 
 
+def test_no_placeholder_left_in_a_public_docstring():
+    # A ${name} line that fill_doc did not see (decorator forgotten, or put
+    # where a wrapper copied the docstring first) would show in help().
+    for qualname, _, _ in OBJECTS:
+        module_name, _, attr = qualname.rpartition(".")
+        while module_name not in sys.modules:
+            module_name, _, outer = module_name.rpartition(".")
+            attr = f"{outer}.{attr}"
+        obj = sys.modules[module_name]
+        for part in attr.split("."):
+            obj = inspect.getattr_static(obj, part)
+        obj = getattr(obj, "fget", getattr(obj, "__func__", obj))
+        assert "${" not in (obj.__doc__ or ""), qualname
+
+
+def test_fill_doc_indents_entries_like_their_placeholder():
+    from skcalib._docstrings import PARAMETERS, fill_doc
+
+    @fill_doc
+    def f():
+        """Summary.
+
+        Parameters
+        ----------
+        ${y_true}
+        norm : {"l1", "l2"}, default="l1"
+            Costs $5, or 100 %(sic)s; left alone.
+        """
+
+    entry = PARAMETERS["y_true"].splitlines()
+    lines = f.__doc__.splitlines()
+    start = lines.index(" " * 8 + entry[0])
+    assert lines[start : start + len(entry)] == [" " * 8 + x for x in entry]
+    assert '{"l1", "l2"}' in f.__doc__
+    assert "Costs $5, or 100 %(sic)s; left alone." in f.__doc__
+
+
+def test_fill_doc_extra_entries_and_errors():
+    from skcalib._docstrings import fill_doc
+
+    class C:
+        """Summary.
+
+        ${y_true}
+        """
+
+    assert fill_doc(y_true="y_true : str\n    Column.")(C) is C
+    assert C.__doc__.splitlines()[2:4] == [
+        "        y_true : str",
+        "            Column.",
+    ]
+
+    def g():
+        """${not_an_entry}"""
+
+    with pytest.raises(KeyError, match="not_an_entry"):
+        fill_doc(g)
+
+    def h():
+        pass
+
+    assert fill_doc(h).__doc__ is None  # python -OO strips docstrings
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         targets = [(q, q.split(".")[-2][:1].isupper()) for q in sys.argv[1:]]
