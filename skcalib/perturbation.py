@@ -30,6 +30,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 from ._backend.progress import Progress
 from ._backend.sech import perturbation as _backend
 from ._backend.user_warning import record_warnings, warn_once_each
+from ._docstrings import fill_doc
 from ._meta import (
     align_proba_columns,
     copy_fitted_attributes,
@@ -63,7 +64,21 @@ __all__ = [
 DEFAULT_SCALE = 2.0**-6
 
 
+# The sampler's threads, shared by the function and the estimator.
+_SAMPLER_N_JOBS = """\
+n_jobs : int, default=None
+    Threads that draw the noise and add it, the calling one included
+    (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
+    active ``joblib.parallel_config`` (or ``parallel_backend``) if it
+    sets one, else up to four threads, no more than the usable CPUs and
+    than any native thread pool is allowed
+    (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
+    thread everything is drawn in the calling thread. The output does not
+    depend on it."""
+
+
 @validate_params()
+@fill_doc(n_jobs=_SAMPLER_N_JOBS)
 def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=None):
     """Perturb predicted probabilities with the truncated sech kernel.
 
@@ -92,15 +107,7 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=Non
         the draws :class:`PerturbedClassifier` with the same ``random_state``
         makes for the same probabilities; ``None`` gives fresh noise; a
         Generator is advanced.
-    n_jobs : int, default=None
-        Threads that draw the noise and add it, the calling one included
-        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
-        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
-        sets one, else up to four threads, no more than the usable CPUs and
-        than any native thread pool is allowed
-        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
-        thread everything is drawn in the calling thread. The output does not
-        depend on it.
+    ${n_jobs}
 
     Returns
     -------
@@ -150,6 +157,7 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=Non
     return out.reshape(np.shape(y_proba)) if out.ndim != np.ndim(y_proba) else out
 
 
+@fill_doc(n_jobs=_SAMPLER_N_JOBS)
 class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Classifier whose probabilities are randomly perturbed by a sech kernel.
 
@@ -181,15 +189,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         time the same ``X`` is passed (the draw for a row depends on its position
         in ``X``); ``None`` gives fresh noise at every call; a Generator is
         advanced by each call.
-    n_jobs : int, default=None
-        Threads that draw the noise and add it, the calling one included
-        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
-        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
-        sets one, else up to four threads, no more than the usable CPUs and
-        than any native thread pool is allowed
-        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
-        thread everything is drawn in the calling thread. The output does not
-        depend on it.
+    ${n_jobs}
 
     Attributes
     ----------
