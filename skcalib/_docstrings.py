@@ -41,7 +41,7 @@ random_state : int, RandomState instance, Generator or None, default=None
     "n_jobs": """\
 n_jobs : int, default=None
     Number of jobs run in parallel. ``None`` means 1 unless in a
-    :func:`joblib.parallel_config` context; ``-1`` means all processors.""",
+    ``joblib.parallel_config`` context; ``-1`` means all processors.""",
     "ax": """\
 ax : matplotlib Axes, default=None
     Axes to draw on; ``None`` creates a figure and axes.""",
