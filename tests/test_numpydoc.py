@@ -13,19 +13,11 @@ import inspect
 import sys
 
 import pytest
+from _helpers import PUBLIC_PACKAGES
 
 numpydoc_validation = pytest.importorskip("numpydoc.validate")
 
-PACKAGES = [
-    "skcalib",
-    "skcalib.metrics",
-    "skcalib.display",
-    "skcalib.datasets",
-    "skcalib.losses",
-    "skcalib.spark",
-    "skcalib.recalibration",
-    "skcalib.perturbation",
-]
+PACKAGES = PUBLIC_PACKAGES
 
 # GL01/GL02: blank line placement around the summary; ES01: extended
 # summary; SA01/SA04: See Also section and its descriptions.
