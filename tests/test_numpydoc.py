@@ -17,8 +17,6 @@ from _helpers import PUBLIC_PACKAGES
 
 numpydoc_validation = pytest.importorskip("numpydoc.validate")
 
-PACKAGES = PUBLIC_PACKAGES
-
 # GL01/GL02: blank line placement around the summary; ES01: extended
 # summary; SA01/SA04: See Also section and its descriptions.
 IGNORED = {"GL01", "GL02", "ES01", "SA01", "SA04"}
@@ -73,7 +71,7 @@ def _members(cls):
 def public_objects():
     """``(qualname, module, is_member)`` for every object to validate."""
     seen = set()
-    for package in PACKAGES:
+    for package in PUBLIC_PACKAGES:
         module = importlib.import_module(package)
         for name in module.__all__:
             obj = getattr(module, name)
