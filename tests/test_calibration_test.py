@@ -647,7 +647,7 @@ def test_the_scale_of_importance_weights_does_not_matter(method, kw):
     y = (rng.uniform(size=n) < 0.5 + 0.85 * (p - 0.5)).astype(float)
     w = rng.integers(1, 4, n).astype(float)
     a = calibration_test(y, p, method=method, sample_weight=w, random_state=0, **kw)
-    for c in (1 / w.sum(), 1e6):
+    for c in (1 / w.sum(), 1e6, 1e-200, 1e200):
         b = calibration_test(
             y, p, method=method, sample_weight=c * w, random_state=0, **kw
         )

@@ -380,7 +380,7 @@ class FunctionStatistic(Statistic):
         super().__init__(task)
         self.func, self.name = func, name
         self.s = task.unsorted(task.s)
-        self.w = task.unsorted(task.w)
+        self.w = task.unsorted(task.given_w)
 
     def draw(self, rng, m):
         return self.task._draw(rng, m)

@@ -31,6 +31,11 @@ def check_frequency_weights(w):
     return bool(np.all(w == np.floor(w)) and np.all(w < 2.0**53))
 
 
+def _small_integers(w):
+    """Integer weights whose total stays below 2**31 (int32 sums)."""
+    return bool(np.all(w == np.floor(w))) and float(np.sum(w)) < 2.0**31
+
+
 def _score_weight_order(s, w):
     """``np.lexsort((w, s))``: by score, equal scores by weight (so that the
     rows a draw reads in turn do not depend on the caller's order), from one
@@ -79,9 +84,14 @@ class NullTask:
         order = _score_weight_order(s, w)
         self.order = order
         self.s, self.w, self.y = s[order], w[order], y[order]
+        self.given_w = self.w
         self.frequency = frequency
         self.n = s.shape[0]
         self.unit = bool(np.all(self.w == 1.0))
+        if not frequency and not _small_integers(self.w):
+            # Only the ratios of the weights matter to a row's single label:
+            # relative weights keep w^2 from overflowing or underflowing.
+            self.w = self.w / self.w.max()
         self.q = self.w if frequency else self.w * self.w
         ss = self.s
         self.starts = np.flatnonzero(np.r_[True, ss[1:] != ss[:-1]])
@@ -95,9 +105,7 @@ class NullTask:
         self._many = np.flatnonzero(self.w > 1) if frequency else None
         # Integer weights with a total below 2**31: weighted labels are
         # int32 and their sums are exact (and faster than in float).
-        self.integer = bool(np.all(self.w == np.floor(self.w))) and (
-            self.total < 2.0**31
-        )
+        self.integer = _small_integers(self.w)
         self._wint = self.w.astype(np.int32) if self.integer and not self.unit else None
 
     def _block(self, x):
