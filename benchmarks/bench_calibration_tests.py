@@ -18,12 +18,15 @@ guide includes it (``calibration_tests_size.txt``, ``..._power.txt``,
    then aggregated into a positive and a negative row per score: read with
    the default, one label per row, which is conservative for counts); and
    importance (w in {1, 2, 3} drawn independently of scores and labels,
-   one label per row). Each cell has ``--reps`` data sets (1000; the
-   quadratic SKCE stops at n = 1000 and the SmoothECE at n = 10000 has 400)
-   and each exact p-value 99 resamples: its validity is a theorem given the
+   one label per row). Each cell has ``--reps`` data sets (1000) and each
+   exact p-value 99 resamples: its validity is a theorem given the
    exchangeability of the observed and the drawn labels, so the table
    checks that the code draws from the right law and breaks ties the right
-   way, and alpha = 0.01 and 0.05 are multiples of 1 / (99 + 1). A rate
+   way, and alpha = 0.01 and 0.05 are multiples of 1 / (99 + 1). The tests
+   whose p-value is always exact (the SmoothECE consistency test, the
+   quadratic SKCE, which stops at n = 1000) get a minute per cell and at
+   least 200 data sets: the SmoothECE of rare positives needs a fine grid
+   (its bandwidth is small), 1-3 s per test at 99 resamples. A rate
    above the upper end of the central 95 % interval of Binomial(reps,
    alpha) / reps is marked ``*``. ``exact %`` is the share of data sets on
    which "auto" simulated the p-value. A second table shows the non-default
@@ -120,11 +123,16 @@ def _band(reps, alpha):
     return lo / reps, hi / reps
 
 
-def size_cell(method, kw, law, n, weights, reps, seed):
-    """Rejection counts at ALPHAS and the number of exact p-values."""
+def size_cell(method, kw, law, n, weights, reps, seed, budget=None, least=None):
+    """Rejection counts at ALPHAS, the number of exact p-values and of data
+    sets: ``reps``, or fewer (at least ``least``) once ``budget`` seconds
+    are spent."""
     counts = np.zeros(len(ALPHAS), dtype=int)
     exact = 0
+    start = time.perf_counter()
     for r in range(reps):
+        if budget and r >= least and time.perf_counter() - start > budget:
+            return counts, exact, r
         rng = np.random.default_rng([seed, r])
         y, s, w = null_data(law, n, weights, rng)
         with warnings.catch_warnings():
@@ -140,15 +148,13 @@ def size_cell(method, kw, law, n, weights, reps, seed):
             )
         counts += [res.pvalue <= a for a in ALPHAS]
         exact += res.pvalue_method == "exact"
-    return counts, exact
+    return counts, exact, reps
 
 
-def _cell_reps(method, n, reps):
-    if method == "skce" and n > 1000:
-        return 0
-    if method == "consistency" and n > 1000:
-        return min(reps, 400)
-    return reps
+# The tests whose p-value is always exact (a theorem, given the draws) get a
+# time budget per cell: at least 200 data sets, up to --reps.
+EXACT_ONLY = ("consistency", "skce")
+BUDGET_S, LEAST = 60.0, 200
 
 
 def size_table(reps, out, *, laws=LAWS, sizes=SIZES, methods=METHODS):
@@ -165,11 +171,13 @@ def size_table(reps, out, *, laws=LAWS, sizes=SIZES, methods=METHODS):
         for l_i, law in enumerate(laws):
             for w_i, weights in enumerate(WEIGHTS):
                 for n in sizes:
-                    k = _cell_reps(method, n, reps)
-                    if k == 0:
-                        continue
+                    if method == "skce" and n > 1000:
+                        continue  # O(n^2) per resample
                     seed = 1000 * m_i + 100 * l_i + 10 * w_i + sizes.index(n)
-                    counts, exact = size_cell(method, kw, law, n, weights, k, seed)
+                    cap = (BUDGET_S, LEAST) if method in EXACT_ONLY else (None, None)
+                    counts, exact, k = size_cell(
+                        method, kw, law, n, weights, reps, seed, *cap
+                    )
                     cells = ""
                     for a, c in zip(ALPHAS, counts, strict=True):
                         rate = c / k
@@ -235,7 +243,7 @@ def non_default_table(reps, out):
         f"{'a=0.05':>9}{'a=0.01':>9}"
     )
     for i, (method, kw, law, weights, n) in enumerate(NON_DEFAULT):
-        counts, _ = size_cell(method, kw, law, n, weights, reps, 90_000 + i)
+        counts, _, _ = size_cell(method, kw, law, n, weights, reps, 90_000 + i)
         setting = ", ".join(f"{k}={v}" for k, v in kw.items()).replace(
             "sample_weight_kind", "kind"
         )

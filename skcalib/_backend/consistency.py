@@ -108,17 +108,37 @@ class SmoothECEStatistic:
     def fine_label_columns(self, wy, *, compiled=False):
         """Fine-grid ``sum w y`` columns, ``(m, M + 1)``, of the rows of a
         block of sorted weighted labels ``wy`` (``(m, n)``): the middle
-        column of :meth:`grid_statistics` for every resample at once (by
-        one compiled pass over the block with ``compiled=True``)."""
+        column of :meth:`grid_statistics` for every resample at once."""
+        return self.label_columns(wy, self.M, compiled=compiled)
+
+    def _runs(self, M):
+        """Rows of each cell of the grid of ``M`` cells: first rows, cells,
+        offsets (rows are sorted, so a cell's rows are contiguous)."""
+        if M == self.M:
+            return self.starts, self.cells, self.theta
+        if ("runs", M) not in self._positions:
+            if M not in self._positions:
+                self._positions[M] = bin_positions(self.geometry.to_unit(self.s), M)
+            idx, theta = self._positions[M]
+            starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+            self._positions["runs", M] = starts, idx[starts], theta
+        return self._positions["runs", M]
+
+    def label_columns(self, wy, M, *, compiled=False):
+        """Linearly binned ``sum w y`` on the grid of ``M`` cells, ``(m, M +
+        1)``, for a block of sorted weighted labels ``wy`` (``(m, n)``): the
+        label column of every resample at once (by one compiled pass over
+        the block with ``compiled=True``)."""
+        starts, cells, theta = self._runs(M)
         if compiled:
-            return _cc.cell_columns(wy, self.starts, self.cells, self.theta, self.M + 1)
+            return _cc.cell_columns(wy, starts, cells, theta, M + 1)
         if wy.dtype != np.float64:
             wy = wy.astype(np.float64)
-        a = np.add.reduceat(wy, self.starts, axis=1)
-        b = np.add.reduceat(wy * self.theta, self.starts, axis=1)
-        col = np.zeros((wy.shape[0], self.M + 1))
-        col[:, self.cells] = a - b
-        col[:, self.cells + 1] += b
+        a = np.add.reduceat(wy, starts, axis=1)
+        b = np.add.reduceat(wy * theta, starts, axis=1)
+        col = np.zeros((wy.shape[0], M + 1))
+        col[:, cells] = a - b
+        col[:, cells + 1] += b
         return col
 
     def label_pyramid(self, mask, *, wy=None, fine=None):
@@ -298,11 +318,21 @@ class SmoothECETest:
                 yield stat.label_pyramid(None, fine=fine[i])
 
     def exceeds(self, wy, observed):
+        """Whether each resample's SmoothECE reaches ``observed``: its
+        smoothed residual at bandwidth ``t`` (``observed`` less the
+        tolerance) has an L1 norm of at least ``t`` (:func:`smece.smece_at`
+        for every row of the block at once, on the grid ``t`` needs)."""
         t = _threshold(observed)
         if t <= 0:
             return np.ones(wy.shape[0], dtype=bool)
-        geometry = self.stat.geometry
-        return np.array([_sm.smece_at(g, t, geometry) >= t for g in self.pyramids(wy)])
+        stat = self.stat
+        geometry = stat.geometry
+        M = geometry.grid_size(t, stat.M)
+        fixed = stat._fixed_levels.at(M)
+        labels = stat.label_columns(wy, M, compiled=self.use_compiled)
+        resid = (labels.T - fixed[:, 2:3]) / fixed[:, 0].sum()
+        r = geometry.smooth(resid, t)
+        return geometry.integrate(np.abs(r), M) >= t
 
 
 class ClasswiseSmoothECE:
