@@ -883,15 +883,8 @@ def test_power_against_over_confidence():
 
 
 _SIZE_METHODS = [
-    ("consistency", {"statistic": "smooth_ece"}),
-    ("consistency", {"statistic": "binned_ece"}),
-    ("spiegelhalter", {}),
-    ("hosmer-lemeshow", {}),
-    ("pigeon-heyse", {}),
-    ("ks", {}),
-    ("kuiper", {}),
-    ("skce", {}),
-]
+    ("consistency", {"statistic": s}) for s in ("smooth_ece", "binned_ece")
+] + [(m, {}) for m in ("spiegelhalter", *_ASYMPTOTIC_METHODS[1:], "ks", "skce")]
 _SIZE_IDS = [m + "-" + kw.get("statistic", "") for m, kw in _SIZE_METHODS]
 
 

@@ -24,7 +24,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from . import smece as _sm
 from .binning import assign_bins, binned_error, table_from_sums
 from .calibration_tests import compiled as _cc
-from .calibration_tests.draws import draw_classes
+from .calibration_tests.statistics import ClasswiseMean
 from .grid import FINE_M, GridPyramid, bin_positions, coarsen
 from .resampling import column_quantiles
 
@@ -335,38 +335,18 @@ class SmoothECETest:
         return geometry.integrate(np.abs(r), M) >= t
 
 
-class ClasswiseSmoothECE:
+class ClasswiseSmoothECE(ClasswiseMean):
     """Mean of the one-vs-rest SmoothECEs (:class:`SmoothECETest` per class),
-    the class of each row drawn from its probability row; a resample is
+    the class of each row drawn from its probability row (the draws of
+    :class:`calibration_tests.statistics.ClasswiseMean`); a resample is
     decided by bisection brackets (:func:`mean_fixed_point_exceeds`)."""
-
-    name = "smooth_ece"
-
-    def __init__(self, tests, P):
-        self.tests = tests
-        cum = np.cumsum(P, axis=1)
-        cum[:, -1] = 1.0
-        self.cum = cum
-        self.n_rows = P.shape[0]
-
-    def draw(self, rng, m):
-        classes = draw_classes(rng, self.cum, m)
-        return [
-            f.from_labels(classes[:, f.task.order] == k)
-            for k, f in enumerate(self.tests)
-        ]
-
-    def prepare(self, n_resamples):
-        for f in self.tests:
-            f.prepare(n_resamples)
-
-    def observed_value(self):
-        return float(np.mean([f.observed_value() for f in self.tests]))
 
     def exceeds(self, blocks, observed):
         t = _threshold(observed)
-        geometry = self.tests[0].stat.geometry
-        per_class = [f.pyramids(c) for f, c in zip(self.tests, blocks, strict=True)]
+        geometry = self.statistics[0].stat.geometry
+        per_class = [
+            f.pyramids(c) for f, c in zip(self.statistics, blocks, strict=True)
+        ]
         return np.array(
             [
                 mean_fixed_point_exceeds(list(g), geometry, t)
