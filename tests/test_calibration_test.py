@@ -544,6 +544,8 @@ def test_named_exact_tests_are_consistency_tests_of_their_statistic():
 
 
 def test_compiled_loops_equal_the_numpy_passes():
+    # Bit for bit for integer labels; float labels in tie blocks are added
+    # in another order (round-off only).
     pytest.importorskip("numba")
     from skcalib._backend.calibration_tests import statistics as st
     from skcalib._backend.calibration_tests.task import NullTask
@@ -551,24 +553,22 @@ def test_compiled_loops_equal_the_numpy_passes():
 
     rng = np.random.default_rng(15)
     for kind in ("uniform", "ties"):
-        y, p = _problem(70_000, 16, kind=kind)
+        y, p = _problem(5000, 16, kind=kind)
         for w in (None, rng.integers(1, 4, y.size), rng.uniform(0.5, 2, y.size)):
             task = NullTask(y, p, np.ones(y.size) if w is None else w * 1.0)
             c = task.labels(rng, 3)
-            for stat in (st.CumulativeDifferences(task, "kuiper"), SmoothECETest(task)):
-                stat.use_compiled = False
-                a = stat.values(c.copy()) if hasattr(stat, "values") else None
-                if a is None:
-                    a = np.array([g.at(4096)[:, 1] for g in stat.pyramids(c)])
-                stat.use_compiled = True
-                if hasattr(stat, "values"):
-                    b = stat.values(c.copy())
-                else:
-                    b = np.array([g.at(4096)[:, 1] for g in stat.pyramids(c)])
-                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
-                if w is None or kind == "uniform" or np.all(w == np.floor(w)):
-                    if hasattr(stat, "values"):
-                        np.testing.assert_array_equal(a, b)
+            exact = w is None or np.all(w == np.floor(w)) or kind == "uniform"
+            walk = st.CumulativeDifferences(task, "kuiper")
+            a = walk.values(c.copy())
+            walk.use_compiled = True
+            b = walk.values(c.copy())
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+            assert np.array_equal(a, b) or not exact
+            grid = SmoothECETest(task).stat
+            for M in (512, 4096, 65536):
+                a = grid.label_columns(c, M)
+                b = grid.label_columns(c, M, compiled=True)
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------- defects
@@ -750,8 +750,8 @@ def test_result_reads_like_scipy():
 
 
 def test_results_do_not_depend_on_n_jobs_nor_on_the_row_order():
-    # 40000 rows: blocks of 104 resamples, three of them here.
-    y, p = _problem(40_000, 12, kind="ties")
+    # 20000 rows: blocks of 209 resamples, two of them here.
+    y, p = _problem(20_000, 12, kind="ties")
     w = np.random.default_rng(23).integers(1, 4, y.size)
     order = np.random.default_rng(24).permutation(y.size)
     hl = {"method": "hosmer-lemeshow", "pvalue_method": "exact"}
