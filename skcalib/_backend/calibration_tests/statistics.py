@@ -39,8 +39,10 @@ class Statistic:
 
     name = "statistic"
     has_law = False
-    # Whether :meth:`values` runs the compiled loops (set by the engine for
-    # the observed and the resampled labels alike, see :meth:`prepare`).
+    # Whether the statistic has compiled loops, and whether :meth:`values`
+    # runs them (set by the engine for the observed and the resampled labels
+    # alike, see :meth:`prepare`).
+    has_compiled = False
     use_compiled = False
 
     def __init__(self, task):
@@ -66,8 +68,6 @@ class Statistic:
         self.use_compiled = self.has_compiled and compiled.worth_compiling(
             self.n_rows, n_resamples
         )
-
-    has_compiled = False
 
     def observed_value(self):
         """The test statistic of the observed labels."""

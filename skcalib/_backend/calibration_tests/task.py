@@ -87,11 +87,11 @@ class NullTask:
         self.given_w = self.w
         self.frequency = frequency
         self.n = s.shape[0]
-        self.unit = bool(np.all(self.w == 1.0))
         if not frequency and not _small_integers(self.w):
             # Only the ratios of the weights matter to a row's single label:
             # relative weights keep w^2 from overflowing or underflowing.
             self.w = self.w / self.w.max()
+        self.unit = bool(np.all(self.w == 1.0))
         self.q = self.w if frequency else self.w * self.w
         ss = self.s
         self.starts = np.flatnonzero(np.r_[True, ss[1:] != ss[:-1]])
