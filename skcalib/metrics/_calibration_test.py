@@ -314,10 +314,14 @@ def calibration_test(
     method : str, default="consistency"
         * ``"consistency"``: consistency resampling (Broecker & Smith, 2007)
           of ``statistic``: the exact p-value above, for any statistic.
+          With the SmoothECE, never the weakest test in the benchmark
+          (power 0.60-0.74 at n = 1000 against over-, under-confidence and
+          a shift).
         * ``"spiegelhalter"``: Spiegelhalter's (1986) ``Z``, the Brier score
-          standardised by its null mean and variance; two-sided. Sensitive
-          to over- and under-confidence, blind to errors that cancel in the
-          Brier score (a shift of all the probabilities).
+          standardised by its null mean and variance; two-sided. The most
+          powerful against over- and under-confidence (0.85, 0.92), blind to
+          errors that cancel in the Brier score (0.05 against a shift of all
+          the probabilities).
         * ``"hosmer-lemeshow"``: Hosmer & Lemeshow's ``C``-hat over
           ``n_bins`` quantile groups of the scores, chi-squared with as many
           degrees of freedom as groups with positive null variance (the law
@@ -325,19 +329,24 @@ def calibration_test(
           only for a logistic model fitted on them).
         * ``"pigeon-heyse"``: Pigeon & Heyse's (1999) ``J^2``: the same
           groups, each divided by its exact null variance ``sum s (1 - s)``
-          instead of the binomial variance of its mean score.
+          instead of the binomial variance of its mean score. Both grouped
+          tests were in the middle of the benchmark (0.64, 0.41, 0.57).
         * ``"ks"``, ``"kuiper"``: the Kolmogorov-Smirnov and Kuiper
           statistics of the cumulative differences ``sum_{s_j <= s} (y_j -
           s_j)`` along the sorted scores, scaled by their null standard
           deviation (Arrieta-Ibarra et al., 2022), with the laws of the
           supremum of ``|B|`` and of the range of a Brownian motion ``B`` on
           [0, 1]. No bins, no bandwidth; tied scores count as one step.
+          The most powerful against a shift (0.91, 0.90), the weakest
+          against over- and under-confidence (0.24-0.35).
         * ``"skce"``: the unbiased quadratic-time squared kernel calibration
           error (Widmann, Lindsten & Zachariah, 2019) with a Gaussian kernel
           on the scores; exact p-value only. Time ``O(d^2 n_resamples)`` for
-          ``d`` distinct scores.
+          ``d`` distinct scores. Power 0.51, 0.48, 0.90.
 
-        Which test to choose, from the measured size and power, is in the
+        The powers are the benchmark's at n = 1000 against over-confidence,
+        under-confidence and a shift; every method keeps its level at its
+        defaults there. The tables are in the
         :ref:`User Guide <is_calibrated>`.
     statistic : str or callable, default="smooth_ece"
         Statistic of ``method="consistency"``: ``"smooth_ece"``
