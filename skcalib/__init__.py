@@ -36,6 +36,8 @@ _SUBMODULES = (
     "metrics",
     "perturbation",
     "recalibration",
+    "losses",
+    "spark",
 )
 
 

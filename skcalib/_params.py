@@ -352,6 +352,59 @@ class _NJobs:
         return "None or a nonzero int with |n_jobs| < 2**31"
 
 
+class _Window:
+    """The length of a monitor's time windows: None, a ``timedelta``, a
+    ``numpy.timedelta64`` or a string such as ``"1D"`` (its format and sign
+    are checked where it is parsed)."""
+
+    def accepts(self, value):
+        import datetime
+
+        return value is None or isinstance(
+            value, (str, datetime.timedelta, np.timedelta64)
+        )
+
+    def __str__(self):
+        return "None, a timedelta or a string such as '1D', '7D', '1h', '15min'"
+
+
+class _Key:
+    """A window key: one scalar (number, string, date, timestamp) or an
+    array-like of one per sample."""
+
+    def accepts(self, value):
+        import datetime
+
+        return isinstance(
+            value, (numbers.Number, str, bytes, np.generic, datetime.date)
+        ) or ArrayLike().accepts(value)
+
+    def __str__(self):
+        return "a scalar key (number, str, date, timestamp) or an array-like of keys"
+
+
+class _Bytes:
+    """Serialized state: ``bytes``, ``bytearray`` or ``memoryview``."""
+
+    def accepts(self, value):
+        return isinstance(value, (bytes, bytearray, memoryview))
+
+    def __str__(self):
+        return "a bytes-like object (bytes, bytearray or memoryview)"
+
+
+class _ArrowData:
+    """Arrow data: a record batch, a table, a reader or an iterable of them."""
+
+    def accepts(self, value):
+        return not isinstance(value, (str, bytes)) and any(
+            hasattr(value, m) for m in ("__iter__", "to_batches", "num_rows")
+        )
+
+    def __str__(self):
+        return "an Arrow RecordBatch, Table, RecordBatchReader or iterable of them"
+
+
 class _PerturbationScale(Interval):
     """The scale ``h`` of the sech perturbation: one rule for the estimator,
     :func:`perturb_proba`, the bounds, their scorer and the datasets."""
@@ -464,6 +517,46 @@ RULES = {
     "true_ce": NoneOr(Interval(numbers.Real, 0, 1)),
     "consistency_band": Boolean(),
     "n_consistency": Interval(numbers.Integral, 1, MAX_BOOTSTRAP),
+    # Monitoring and serialized state.
+    "window": _Window(),
+    "key": _Key(),
+    "keys": NoneOr(_ARRAY),
+    "before": _Key(),
+    "after": _Key(),
+    "n_windows": Interval(numbers.Integral, 1, None),
+    "period": StrOptions("month", "year"),
+    "n_strata": Interval(numbers.Integral, 1, 2**16),
+    "bounds": NoneOr(Dict()),
+    "monitor": _InstanceOf("CalibrationMonitor"),
+    "report": _InstanceOf("MonitoringReport"),
+    "data": _Bytes(),
+    # Training losses (PyTorch criteria).
+    "input": _ARRAY,
+    "target": _ARRAY,
+    "lam": Interval(numbers.Real, 0, None),
+    "weight": NoneOr(_ARRAY),
+    "ignore_index": Interval(numbers.Integral, None, None),
+    "label_smoothing": Interval(numbers.Real, 0, 1),
+    # Distributed accumulation: columns are named.
+    "df": HasMethods("mapInArrow"),
+    "batches": _ArrowData(),
+    "by": NoneOr(String()),
+    "depth": Interval(numbers.Integral, 1, None),
+}
+
+# The columns of a table given by name (Spark, Arrow).
+COLUMN_RULES = {
+    "y_true": String(),
+    "y_proba": AnyOf(String(), ListOf(String())),
+    "sample_weight": NoneOr(String()),
+}
+
+
+# A monitor's report and its display may skip the bootstrap interval and the
+# test of calibration (0 resamples).
+MONITOR_RULES = {
+    "n_bootstrap": Interval(numbers.Integral, 0, MAX_BOOTSTRAP),
+    "n_resamples": Interval(numbers.Integral, 0, 10**6),
 }
 
 

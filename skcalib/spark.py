@@ -18,27 +18,15 @@ import functools
 
 import numpy as np
 
+from ._params import COLUMN_RULES, validate_params
 from .metrics import CalibrationAccumulator
 
 __all__ = ["accumulate", "accumulate_arrow"]
 
 
-def _columns(y_true, y_proba, sample_weight, by):
-    for name, value in (
-        ("y_true", y_true),
-        ("sample_weight", sample_weight),
-        ("by", by),
-    ):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"{name} must be a column name, got {value!r}.")
-    proba = [y_proba] if isinstance(y_proba, str) else y_proba
-    proba = list(proba) if isinstance(proba, (list, tuple)) else []
-    if not proba or not all(isinstance(c, str) for c in proba):
-        raise TypeError(
-            "y_proba must be a column name or a list of column names (one per "
-            f"class); got {y_proba!r}."
-        )
-    return proba
+def _columns(y_proba):
+    """The probability columns (their names are checked by the rules)."""
+    return [y_proba] if isinstance(y_proba, str) else list(y_proba)
 
 
 def _batches(data):
@@ -104,6 +92,7 @@ def _column(batch, name):
     return col.to_numpy(zero_copy_only=False)
 
 
+@validate_params(**COLUMN_RULES)
 def accumulate_arrow(
     batches,
     *,
@@ -173,7 +162,7 @@ def accumulate_arrow(
     >>> sorted(days), days["tue"].n_samples_
     (['mon', 'tue'], 5000)
     """
-    proba_cols = _columns(y_true, y_proba, sample_weight, by)
+    proba_cols = _columns(y_proba)
 
     def new():
         return CalibrationAccumulator(
@@ -234,6 +223,7 @@ def _merge_states(a, b):
     return merged.merge(CalibrationAccumulator.from_bytes(b)).to_bytes()
 
 
+@validate_params(**COLUMN_RULES)
 def accumulate(
     df,
     *,
@@ -300,7 +290,7 @@ def accumulate(
     0.0213...
     >>> days = accumulate(df, y_true="label", y_proba="p", by="day")  # doctest: +SKIP
     """
-    proba_cols = _columns(y_true, y_proba, sample_weight, by)
+    proba_cols = _columns(y_proba)
     cols = [y_true, *proba_cols]
     cols += [c for c in (sample_weight, by) if c is not None]
     missing = [c for c in cols if c not in df.columns]

@@ -7,7 +7,16 @@ import sys
 import pytest
 
 # In an order where no subpackage is loaded by an earlier one.
-SUBPACKAGES = ["metrics", "datasets", "recalibration", "perturbation", "display", "cli"]
+SUBPACKAGES = [
+    "metrics",
+    "datasets",
+    "recalibration",
+    "perturbation",
+    "display",
+    "cli",
+    "losses",
+    "spark",
+]
 
 
 def _run(code):

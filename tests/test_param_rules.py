@@ -16,7 +16,14 @@ import pytest
 
 from skcalib._params import RULES, InvalidParameterError
 
-PACKAGES = ["skcalib", "skcalib.metrics", "skcalib.display", "skcalib.datasets"]
+PACKAGES = [
+    "skcalib",
+    "skcalib.metrics",
+    "skcalib.display",
+    "skcalib.datasets",
+    "skcalib.losses",
+    "skcalib.spark",
+]
 
 # Methods of scikit-learn's estimator API: X and y are validated by
 # ``validate_data`` or by the wrapped estimator (which may accept text or
@@ -193,6 +200,7 @@ def _valid(rule):
         3,
         True,
         "x",
+        b"",
         {},
         [{}],
         lambda *a: None,

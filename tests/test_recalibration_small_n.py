@@ -352,7 +352,7 @@ def test_bad_cv_is_named(cv):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 2))
     y = (X[:, 0] > 0).astype(int)
-    with pytest.raises(ValueError, match="cv="):
+    with pytest.raises(ValueError, match="'cv' parameter|cv="):
         RecalibratedClassifier(LogisticRegression(), cv=cv).fit(X, y)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import Boolean, Interval, NoneOr, validate_params
+from .._params import MONITOR_RULES, RULES, Boolean, Interval, NoneOr, validate_params
 from ._plotting import axes_or_new, hide_spines, level_text, merge_style
 
 __all__ = ["CalibrationOverTimeDisplay"]
@@ -192,6 +192,7 @@ class CalibrationOverTimeDisplay:
         return self
 
     @classmethod
+    @validate_params()
     def from_report(cls, report, *, name=None, ax=None, **plot_kwargs):
         """Plot a :class:`MonitoringReport`.
 
@@ -211,15 +212,10 @@ class CalibrationOverTimeDisplay:
         CalibrationOverTimeDisplay
             The display, drawn.
         """
-        from ..metrics import MonitoringReport
-
-        if not isinstance(report, MonitoringReport):
-            raise TypeError(
-                f"report must be a MonitoringReport, got {type(report).__name__}."
-            )
         return cls(report, name=name).plot(ax, **plot_kwargs)
 
     @classmethod
+    @validate_params(**MONITOR_RULES)
     def from_monitor(
         cls,
         monitor,
@@ -258,12 +254,6 @@ class CalibrationOverTimeDisplay:
         CalibrationOverTimeDisplay
             The display, drawn.
         """
-        from ..metrics import CalibrationMonitor
-
-        if not isinstance(monitor, CalibrationMonitor):
-            raise TypeError(
-                f"monitor must be a CalibrationMonitor, got {type(monitor).__name__}."
-            )
         report = monitor.report(
             n_bootstrap=n_bootstrap,
             n_resamples=n_resamples,
@@ -273,6 +263,7 @@ class CalibrationOverTimeDisplay:
         return cls.from_report(report, name=name, ax=ax, **plot_kwargs)
 
     @classmethod
+    @validate_params(key=NoneOr(RULES["key"]), **MONITOR_RULES)
     def from_predictions(
         cls,
         y_true,
@@ -346,6 +337,7 @@ class CalibrationOverTimeDisplay:
         )
 
     @classmethod
+    @validate_params(key=NoneOr(RULES["key"]), **MONITOR_RULES)
     def from_estimator(
         cls,
         estimator,

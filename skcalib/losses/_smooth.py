@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import numbers
+
 from .._backend.array_api.namespace import as_zero_d
 from .._backend.array_api.smooth import smooth_ece_at
 from .._backend.array_api.tasks import binary_tasks
 from .._backend.smece import GridGeometry
-from .._params import check_sigma, validate_params
+from .._params import Interval, check_sigma, validate_params
 from .._validation import check_array_api_inputs
 
 __all__ = ["smooth_ece_loss"]
 
 
-# sigma: its rule depends on the grid, checked by check_sigma in the body.
-@validate_params(sigma=None)
+# The smallest sigma depends on the grid: check_sigma in the body.
+@validate_params(sigma=Interval(numbers.Real, 0, 1, closed="right"))
 def smooth_ece_loss(
     y_true,
     y_proba,

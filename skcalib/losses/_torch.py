@@ -8,8 +8,7 @@ PyTorch installed the classes exist (for the documentation) and raise an
 
 from __future__ import annotations
 
-import numbers
-
+from .._params import KDE_RULES, StrOptions, validate_params
 from ._kde import kde_calibration_loss
 
 try:
@@ -77,6 +76,7 @@ class KDECalibrationLoss(_Module):
     torch.Size([64, 3])
     """
 
+    @validate_params(**KDE_RULES)
     def __init__(self, bandwidth=0.1, *, p=1, multi_class="canonical", debias="auto"):
         _require_torch(type(self).__name__)
         super().__init__()
@@ -85,6 +85,7 @@ class KDECalibrationLoss(_Module):
         self.multi_class = multi_class
         self.debias = debias
 
+    @validate_params()
     def forward(self, input, target, sample_weight=None):
         """ECE-KDE of the batch.
 
@@ -187,6 +188,9 @@ class CalibratedCrossEntropyLoss(_CrossEntropyLoss):
     >>> loss.backward()
     """
 
+    # The calibration term is a statistic of the whole batch: no per-sample
+    # reduction.
+    @validate_params(reduction=StrOptions("mean"), **KDE_RULES)
     def __init__(
         self,
         lam=0.1,
@@ -201,13 +205,6 @@ class CalibratedCrossEntropyLoss(_CrossEntropyLoss):
         label_smoothing=0.0,
     ):
         _require_torch(type(self).__name__)
-        if reduction != "mean":
-            raise ValueError(
-                "reduction must be 'mean': the calibration term is a statistic "
-                f"of the whole batch; got {reduction!r}."
-            )
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not lam >= 0:
-            raise ValueError(f"lam must be a number >= 0; got {lam!r}.")
         super().__init__(
             weight=weight,
             ignore_index=ignore_index,
@@ -219,6 +216,7 @@ class CalibratedCrossEntropyLoss(_CrossEntropyLoss):
             bandwidth, p=p, multi_class=multi_class, debias=debias
         )
 
+    @validate_params()
     def forward(self, input, target):
         """Cross-entropy plus ``lam`` times the ECE-KDE of the batch.
 

@@ -505,6 +505,7 @@ class CalibrationAccumulator:
         }
 
     @classmethod
+    @validate_params()
     def from_bytes(cls, data):
         """The accumulator whose state :meth:`to_bytes` wrote.
 

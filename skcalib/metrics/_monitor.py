@@ -16,21 +16,18 @@ from .._backend import monitoring as _mon
 from .._backend import smece as _sm
 from .._backend.distributed import node_statistics
 from .._backend.grid import FINE_M
-from .._params import MAX_BOOTSTRAP, Interval, check_param, check_random_generator
+from .._params import (
+    MONITOR_RULES,
+    Interval,
+    check_random_generator,
+    validate_params,
+)
+from .._validation import check_sample_weight
 from ._accumulator import CalibrationAccumulator
 
 __all__ = ["CalibrationMonitor", "ChangeTestResult", "MonitoringReport"]
 
 _L1 = _sm.GridGeometry("l1")
-_RULES = {
-    "n_windows": Interval(numbers.Integral, 1, None),
-    "n_bootstrap": Interval(numbers.Integral, 0, MAX_BOOTSTRAP),
-    "n_resamples": Interval(numbers.Integral, 0, 10**6),
-}
-
-
-def _check(name, value, owner):
-    return check_param(name, value, _RULES.get(name), owner)
 
 
 _UNITS = {"W": "W", "D": "D", "h": "h", "min": "m", "s": "s", "ms": "ms"}
@@ -256,6 +253,7 @@ class CalibrationMonitor:
     True
     """
 
+    @validate_params()
     def __init__(self, *, window=None, pos_label=None, labels=None):
         self.window = window
         self.pos_label = pos_label
@@ -289,6 +287,7 @@ class CalibrationMonitor:
         step = length.astype(np.int64)
         return (ticks - ticks % step).view("datetime64[ns]")
 
+    @validate_params()
     def partial_fit(self, y_true, y_proba, *, key, sample_weight=None):
         """Add predictions to the windows of their keys.
 
@@ -310,7 +309,17 @@ class CalibrationMonitor:
             The monitor itself.
         """
         y_proba = np.asarray(y_proba)
+        y = np.asarray(y_true)
         n = y_proba.shape[0] if y_proba.ndim else 0
+        if not n or y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(
+                "y_true and y_proba must hold the same positive number of samples; "
+                f"got shapes {y.shape} and {y_proba.shape}."
+            )
+        # The windows' accumulators check the values; the split needs the shape.
+        w = check_sample_weight(sample_weight, n, allow_zero_sum=True)
+        # Unweighted windows stay unweighted (their counts are their weights).
+        weighted = sample_weight is not None
         keys = self._keys(key, n)
         if not hasattr(self, "accumulators_"):
             self.accumulators_ = {}
@@ -318,8 +327,6 @@ class CalibrationMonitor:
             values, inverse = np.unique(keys, return_inverse=True)
         except TypeError as exc:
             raise TypeError(f"key values cannot be sorted: {exc}") from None
-        w = None if sample_weight is None else np.asarray(sample_weight)
-        y = np.asarray(y_true)
         for i, value in enumerate(values):
             rows = slice(None) if values.shape[0] == 1 else inverse == i
             k = (
@@ -330,11 +337,12 @@ class CalibrationMonitor:
             acc = self.accumulators_.get(k)
             fresh = acc is None
             acc = self._new_accumulator() if fresh else acc
-            acc.partial_fit(y[rows], y_proba[rows], None if w is None else w[rows])
+            acc.partial_fit(y[rows], y_proba[rows], w[rows] if weighted else None)
             if fresh:
                 self.accumulators_[k] = acc
         return self
 
+    @validate_params()
     def add(self, key, accumulator):
         """Merge an accumulator built elsewhere into the window ``key``.
 
@@ -370,6 +378,7 @@ class CalibrationMonitor:
             raise _not_fitted("This CalibrationMonitor has no window yet.")
         return sorted(self.accumulators_)
 
+    @validate_params()
     def merged(self, keys=None):
         """One accumulator for several windows.
 
@@ -397,6 +406,7 @@ class CalibrationMonitor:
         out.accumulators_ = {k: self.merged(ks) for k, ks in groups}
         return out
 
+    @validate_params()
     def rolling(self, n_windows):
         """A monitor whose window ``k`` merges ``k`` and the windows before it.
 
@@ -417,7 +427,6 @@ class CalibrationMonitor:
         CalibrationMonitor
             A new monitor with the same keys.
         """
-        n_windows = _check("n_windows", n_windows, "rolling()")
         windows = self._windows()
         length = _window_length(self.window)
         groups = []
@@ -430,6 +439,7 @@ class CalibrationMonitor:
             groups.append((k, members))
         return self._derived(groups)
 
+    @validate_params()
     def to_date(self, period="month"):
         """A monitor whose window ``k`` merges its period up to ``k``.
 
@@ -446,9 +456,7 @@ class CalibrationMonitor:
         CalibrationMonitor
             A new monitor with the same keys.
         """
-        unit = {"month": "M", "year": "Y"}.get(period)
-        if unit is None:
-            raise ValueError(f"period must be 'month' or 'year'; got {period!r}.")
+        unit = {"month": "M", "year": "Y"}[period]
         if _window_length(self.window) is None:
             raise ValueError("to_date needs time windows (window='1D', ...).")
         windows = self._windows()
@@ -461,6 +469,7 @@ class CalibrationMonitor:
             groups.append((k, members))
         return self._derived(groups)
 
+    @validate_params(**MONITOR_RULES)
     def report(
         self,
         *,
@@ -506,10 +515,6 @@ class CalibrationMonitor:
         MonitoringReport
             One entry per window.
         """
-        n_bins = _check("n_bins", n_bins, "report()")
-        n_bootstrap = _check("n_bootstrap", n_bootstrap, "report()")
-        confidence_level = _check("confidence_level", confidence_level, "report()")
-        n_resamples = _check("n_resamples", n_resamples, "report()")
         rng = check_random_generator(random_state)
         windows = self._windows()
         bounds = {} if bounds is None else dict(bounds)
@@ -586,6 +591,7 @@ class CalibrationMonitor:
             lower,
         )
 
+    @validate_params(n_resamples=Interval(numbers.Integral, 1, 10**6))
     def change_test(
         self, before, after, *, n_strata=1024, n_resamples=999, random_state=None
     ):
@@ -621,9 +627,6 @@ class CalibrationMonitor:
         ChangeTestResult
             The statistic and its p-value.
         """
-        n_resamples = _check("n_resamples", n_resamples, "change_test()")
-        if not n_resamples:
-            raise ValueError("n_resamples must be at least 1 for the change test.")
         if not (
             isinstance(n_strata, (int, np.integer))
             and 1 <= n_strata <= FINE_M

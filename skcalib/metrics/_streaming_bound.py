@@ -535,6 +535,7 @@ class StreamingCalibrationBound:
         return writer.tobytes()
 
     @classmethod
+    @validate_params()
     def from_bytes(cls, data):
         """The object whose state :meth:`to_bytes` wrote.
 
