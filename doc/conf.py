@@ -35,7 +35,12 @@ extensions = [
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "matplotlib.sphinxext.plot_directive",
+    "sphinx_copybutton",
 ]
+# The copy button leaves out the prompts and the printed output of examples.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
 # Figures of measured tables are drawn at build time, without source links.
 plot_include_source = False
 plot_html_show_source_link = False

@@ -33,6 +33,7 @@ _SUBMODULES = (
     "cli",
     "datasets",
     "display",
+    "exceptions",
     "metrics",
     "perturbation",
     "recalibration",

@@ -9,6 +9,8 @@ Scalar parameters have their rules in :mod:`skcalib._params`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import numbers
 import sys
@@ -714,6 +716,7 @@ def check_calibration_inputs(
         reduced = None
         if top_label:
             proba, reduced = _checked_top_label(proba, y_proba, y_idx)
+        warn_hard_labels(proba)
         return CalibrationData(
             "multiclass",
             classes,
@@ -754,6 +757,7 @@ def check_calibration_inputs(
     else:
         scores = proba
     y = _indicator(y_true, pos_label, classes)
+    warn_hard_labels(scores)
     return CalibrationData("binary", classes, y, scores, weight, pos_label)
 
 
@@ -1182,6 +1186,60 @@ def _check_finite(arr, name):
         raise ValueError(
             f"Input {name} contains infinity or a value too large for {arr.dtype!r}."
         )
+
+
+# -- hard class predictions passed as probabilities ---------------------------
+
+# True while the probabilities being checked come from a model's
+# predict_proba (a scorer, a display's from_estimator): those are
+# probabilities by construction, even when they are all 0 or 1.
+_FROM_PREDICT_PROBA = contextvars.ContextVar("from_predict_proba", default=False)
+# Values read before the whole array is: real probabilities are found in the
+# first few almost always, so the common case costs one small read.
+_HARD_LABEL_PROBE = 1024
+
+
+@contextlib.contextmanager
+def from_predict_proba():
+    """Context in which ``y_proba`` is a model's ``predict_proba`` output,
+    which :func:`warn_hard_labels` never takes for hard labels."""
+    token = _FROM_PREDICT_PROBA.set(True)
+    try:
+        yield
+    finally:
+        _FROM_PREDICT_PROBA.reset(token)
+
+
+def _only_zeros_and_ones(arr):
+    flat = arr.reshape(-1)
+    probe = flat[:_HARD_LABEL_PROBE]
+    if np.any((probe != 0.0) & (probe != 1.0)):
+        return False
+    for start in range(_HARD_LABEL_PROBE, flat.shape[0], _SCAN_BLOCK):
+        block = flat[start : start + _SCAN_BLOCK]
+        if np.any((block != 0.0) & (block != 1.0)):
+            return False
+    return True
+
+
+def warn_hard_labels(proba, name="y_proba"):
+    """Warn (:class:`~skcalib.exceptions.HardLabelWarning`, at the user's
+    line) when the checked probabilities ``proba`` are all 0 or 1: hard
+    class predictions passed where probabilities were meant."""
+    if _FROM_PREDICT_PROBA.get() or not _only_zeros_and_ones(proba):
+        return
+    from ._backend.user_warning import warn_user
+    from .exceptions import HardLabelWarning
+
+    warn_user(
+        f"{name} holds only the values 0 and 1: class predictions (the output of "
+        "predict) rather than probabilities (predict_proba)? A calibration measure "
+        "of hard predictions says nothing about the model's probabilities. If "
+        "these are probabilities, silence this warning with "
+        "warnings.filterwarnings('ignore', category=skcalib.exceptions."
+        "HardLabelWarning).",
+        HardLabelWarning,
+    )
 
 
 # ---------------------------------------------------------------------------

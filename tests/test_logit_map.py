@@ -107,10 +107,10 @@ def test_parametric_base_is_the_map_estimate(base, feature, intercept, map_base)
     a, b = brute_base(feature(s), y, w, intercept)
     t = np.linspace(s.min(), s.max(), 37)
     np.testing.assert_allclose(
-        rc.transform(t)[:, 0], expit(a * feature(t) + b), rtol=1e-6, atol=1e-9
+        rc.transform(t), expit(a * feature(t) + b), rtol=1e-6, atol=1e-9
     )
     # No extrapolation: beyond the calibration scores the map is constant.
-    out = rc.transform([0.0, s.min() / 2, (1 + s.max()) / 2, 1.0])[:, 0]
+    out = rc.transform([0.0, s.min() / 2, (1 + s.max()) / 2, 1.0])
     ends = expit(a * feature(np.array([s.min(), s.max()])) + b)
     np.testing.assert_allclose(out, ends[[0, 0, 1, 1]], rtol=1e-6)
     assert rc.base_ == base and rc.bandwidth_ == np.inf
@@ -125,7 +125,7 @@ def test_separable_data_keep_a_finite_slope(map_base):
     rc = KernelRecalibrator(
         shrinkage=0, base="temperature", bandwidth=np.inf, eps=1e-15
     )
-    q = rc.fit(s, y).transform(s)[:, 0]
+    q = rc.fit(s, y).transform(s)
     a, _ = brute_base(_z(s), y, np.ones(60), False)
     assert 1.0 < a < 1e3
     inside = (q > 1e-15) & (q < 1 - 1e-9)  # where logit(q) is accurate
@@ -172,9 +172,9 @@ def test_binary_base_is_the_posterior_mean(base, feature, intercept):
     rc.fit(s, y, sample_weight=w)
     t = np.r_[np.sort(s), np.linspace(s.min(), s.max(), 37)]
     expected = brute_posterior_mean(feature(s), y, w, intercept, feature(t))
-    np.testing.assert_allclose(rc.transform(t)[:, 0], expected, rtol=2e-3)
+    np.testing.assert_allclose(rc.transform(t), expected, rtol=2e-3)
     # Beyond the calibration scores the map is constant, as the maximum's.
-    out = rc.transform([0.0, 1.0])[:, 0]
+    out = rc.transform([0.0, 1.0])
     np.testing.assert_allclose(out, expected[[0, 39]], rtol=2e-3)
 
 
@@ -199,7 +199,7 @@ def test_posterior_mean_beats_the_maximum_on_small_sharp_samples():
         y = (rng.random(n) < expit(4.0 * logit(s) + 0.5)).astype(float)
         rc = KernelRecalibrator(base="platt", bandwidth=np.inf, shrinkage=lam)
         rc.fit(s, y)
-        ours.append(excess(rc.transform(g)[:, 0]))
+        ours.append(excess(rc.transform(g)))
         a, b = brute_base(_z(s), y, np.ones(n), True)
         q = expit(a * _z(np.clip(g, s.min(), s.max())) + b)
         brute.append(excess((1 - lam) * q + lam / 2))
@@ -224,7 +224,7 @@ def test_correction_solves_the_local_likelihood_equations(h, c, map_base):
     rc = KernelRecalibrator(
         shrinkage=0, base="platt", bandwidth=h, pseudo_count=c, eps=1e-15
     )
-    q = rc.fit(s, y, sample_weight=w).transform(s)[:, 0]
+    q = rc.fit(s, y, sample_weight=w).transform(s)
 
     a, b = brute_base(_z(s), y, w, True)
     u = a * _z(s) + b
@@ -378,7 +378,7 @@ def _excess_on_truth(eta, n, seeds, monkeypatch, average):
         rng = np.random.default_rng(seed)
         s = rng.uniform(size=n)
         y = (rng.uniform(size=n) < eta(s)).astype(float)
-        q = KernelRecalibrator().fit(s, y).transform(grid)[:, 0]
+        q = KernelRecalibrator().fit(s, y).transform(grid)
         out.append(
             np.mean(
                 truth * np.log(truth / q) + (1 - truth) * np.log((1 - truth) / (1 - q))
@@ -423,8 +423,8 @@ def test_selection_adds_a_correction_where_no_base_fits():
         y = test.y_true
         return -np.mean(y * np.log(q) + (1 - y) * np.log(1 - q))
 
-    q = rc.transform(test.y_proba)[:, 0]
-    q_param = param.transform(test.y_proba)[:, 0]
+    q = rc.transform(test.y_proba)
+    q_param = param.transform(test.y_proba)
     oracle = calibration_function(test.y_proba, problem="step")
     assert ll(q) < ll(q_param) - 0.01
     # The kernel blurs the jump over a band around it (see test_recalibration).
@@ -438,7 +438,7 @@ def test_extreme_and_degenerate_scores():
     s = rng.choice([0.0, 0.1, 0.5, 0.9, 1.0], 400)
     y = (rng.random(400) < np.clip(s, 0.05, 0.95)).astype(int)
     rc = KernelRecalibrator(shrinkage=0, eps=1e-6).fit(s, y)
-    q = rc.transform([0.0, 1e-300, 0.05, 0.5, 1.0])[:, 0]
+    q = rc.transform([0.0, 1e-300, 0.05, 0.5, 1.0])
     assert np.all(np.isfinite(q)) and np.all((q >= 1e-6) & (q <= 1 - 1e-6))
     assert q[0] < q[2] < q[3] < q[4]
     y_const = np.r_[np.ones(10), np.zeros(40)]
@@ -448,7 +448,7 @@ def test_extreme_and_degenerate_scores():
         )
         # One score value says nothing about the others: the bases with an
         # intercept give its frequency on both sides of it.
-        q = const.transform([0.01, 0.2, 0.3, 0.4, 0.99])[:, 0]
+        q = const.transform([0.01, 0.2, 0.3, 0.4, 0.99])
         np.testing.assert_allclose(q, 0.2, atol=0.002)
     # Calibrated constant scores (a prior-only model) stay where they are,
     # also for temperature scaling, whose MAP slope is then exactly 1 and the
@@ -459,7 +459,7 @@ def test_extreme_and_degenerate_scores():
         rc = KernelRecalibrator(shrinkage=0, base=base, eps=1e-15).fit(
             np.full(200, 0.4), y4
         )
-        assert rc.transform([0.4])[0, 0] == pytest.approx(0.4, abs=5e-3)
+        assert rc.transform([0.4])[0] == pytest.approx(0.4, abs=5e-3)
     P = np.tile([0.5, 0.3, 0.2], (300, 1))
     y3 = np.repeat([0, 1, 2], [150, 90, 60])
     rc = KernelRecalibrator(shrinkage=0, base="temperature", bandwidth=np.inf).fit(
@@ -618,8 +618,8 @@ def _expected_log_loss(rc, share=0.45, accuracy=0.97):
         return -(eta * np.log(q) + (1.0 - eta) * np.log1p(-q))
 
     grid = np.linspace(0.05, 0.95, 2001)
-    middle = cross_entropy(expit(1.5 * logit(grid)), rc.transform(grid)[:, 0])
-    q0, q1 = rc.transform([0.0, 1.0])[:, 0]
+    middle = cross_entropy(expit(1.5 * logit(grid)), rc.transform(grid))
+    q0, q1 = rc.transform([0.0, 1.0])
     ends = 0.5 * (cross_entropy(1.0 - accuracy, q0) + cross_entropy(accuracy, q1))
     return (1.0 - share) * middle.mean() + share * ends
 
@@ -708,7 +708,7 @@ def test_bandwidth_zero_is_weighted_isotonic_regression(base):
     rc = KernelRecalibrator(
         shrinkage=0, base=base, bandwidth=0.0, pseudo_count=0, eps=1e-12
     )
-    q = rc.fit(s, y, sample_weight=w).transform(levels)[:, 0]
+    q = rc.fit(s, y, sample_weight=w).transform(levels)
     iso = IsotonicRegression(out_of_bounds="clip").fit(s, y, sample_weight=w)
     np.testing.assert_allclose(q, np.clip(iso.predict(levels), 1e-12, 1 - 1e-12))
     assert rc.bandwidth_ == 0.0
@@ -718,7 +718,7 @@ def _distance_to_truth(rc, problem, n=20001):
     # E|q(f) - eta(f)|: scores are uniform on (0, 1) in these problems, so a
     # fine grid integrates.
     f = np.linspace(0.0, 1.0, n)
-    q = rc.transform(f)[:, 0]
+    q = rc.transform(f)
     return float(np.mean(np.abs(q - calibration_function(f, problem=problem))))
 
 
@@ -784,7 +784,7 @@ def test_beta_base_is_the_map_estimate(map_base):
     g = np.linspace(s.min(), s.max(), 41)
     zg, tg = _beta_design(g)
     np.testing.assert_allclose(
-        rc.transform(g)[:, 0], expit(a * zg + b + c * tg), rtol=1e-6, atol=1e-9
+        rc.transform(g), expit(a * zg + b + c * tg), rtol=1e-6, atol=1e-9
     )
     assert rc.base_ == "beta"
 
@@ -796,7 +796,7 @@ def test_beta_base_stays_increasing(map_base):
     s, y = _beta_sample(120, seed=3, shape=(3.0, -0.3, 1.0))
     w = np.ones(120)
     rc = KernelRecalibrator(shrinkage=0, base="beta", bandwidth=np.inf, eps=1e-12)
-    q = rc.fit(s, y).transform(np.sort(s))[:, 0]
+    q = rc.fit(s, y).transform(np.sort(s))
     assert np.all(np.diff(q) > 0)
     z, t = _beta_design(s)
 
@@ -821,7 +821,7 @@ def test_beta_base_stays_increasing(map_base):
     g = np.linspace(s.min(), s.max(), 41)
     zg, tg = _beta_design(g)
     np.testing.assert_allclose(
-        rc.transform(g)[:, 0], expit(a * zg + b + c * tg), rtol=1e-5, atol=1e-9
+        rc.transform(g), expit(a * zg + b + c * tg), rtol=1e-5, atol=1e-9
     )
 
 
@@ -861,7 +861,7 @@ def test_beta_shaped_truth_within_a_factor_of_the_correct_map():
     for seed in range(4):
         s, y = _beta_sample(3000, seed=100 + seed)
         rc = KernelRecalibrator().fit(s, y)
-        ours.append(_beta_excess(lambda g, rc=rc: rc.transform(g)[:, 0]))
+        ours.append(_beta_excess(lambda g, rc=rc: rc.transform(g)))
         ref.append(_beta_excess(_correct_beta_map(s, y)))
     assert np.mean(ours) <= 1.5 * np.mean(ref)
 
@@ -1019,7 +1019,7 @@ def _adversarial_excess(kind, n, switches, monkeypatch, n_samples=60):
             with monkeypatch.context() as patch:
                 if name != "default":
                     patch.setattr(modules[name], name, switches[name])
-                q = KernelRecalibrator().fit(s, y).transform(grid)[:, 0]
+                q = KernelRecalibrator().fit(s, y).transform(grid)
             out[name].append(excess(q))
     return out
 
@@ -1187,7 +1187,7 @@ def test_mixture_of_bases_beats_the_hard_choice_on_small_samples(truth, monkeypa
         y = (rng.random(50) < p).astype(int)
         for mixed in (True, False):
             monkeypatch.setattr(logit_binary, "AVERAGE_BASES", mixed)
-            out[mixed].append(excess(KernelRecalibrator().fit(s, y).transform(g)[:, 0]))
+            out[mixed].append(excess(KernelRecalibrator().fit(s, y).transform(g)))
     assert np.mean(out[True]) <= 0.5 * np.mean(out[False])
 
 
@@ -1218,7 +1218,7 @@ def test_mixture_of_bases_follows_the_sigmoid_shape_of_flipped_labels():
 
         a, b = minimize(nll, [1.0, 0.0], method="BFGS").x
         reference.append(excess(expit(a * g + b)))
-        ours.append(excess(KernelRecalibrator().fit(s, y).transform(g)[:, 0]))
+        ours.append(excess(KernelRecalibrator().fit(s, y).transform(g)))
     assert np.mean(ours) <= 1.75 * np.mean(reference)
 
 

@@ -68,7 +68,7 @@ def test_saturated_overconfident_network_at_small_n():
     for seed in range(12):
         s, y = _mlp_sample(60, np.random.default_rng(seed))
         rc = KernelRecalibrator().fit(s, y)
-        ours.append(_population_log_loss(lambda f, rc=rc: rc.transform(f)[:, 0]) - best)
+        ours.append(_population_log_loss(lambda f, rc=rc: rc.transform(f)) - best)
         ref.append(_population_log_loss(_temperature_mix(s, y)) - best)
     assert np.mean(ours) <= 1.25 * np.mean(ref)
 
@@ -122,7 +122,7 @@ def test_saturated_scores_with_flipped_labels_against_per_atom_frequencies(flip)
             y = (rng.random(n) < eta[f.astype(int)]).astype(int)
             if y.min() == y.max():
                 continue
-            q = KernelRecalibrator().fit(f, y).transform([0.0, 1.0])[:, 0]
+            q = KernelRecalibrator().fit(f, y).transform([0.0, 1.0])
             ours.append(kl(q))
             counts = [(y[f == a].sum() + 0.5) / ((f == a).sum() + 1.0) for a in (0, 1)]
             ref.append(kl(np.array(counts)))
@@ -199,7 +199,7 @@ def test_small_n_jump_no_worse_than_isotonic():
         y = (rng.random(50) < np.where(f < 0.6, 0.15 + 0.2 * f, 0.8 + 0.1 * f)).astype(
             int
         )
-        ours.append(excess(KernelRecalibrator().fit(f, y).transform(grid)[:, 0]))
+        ours.append(excess(KernelRecalibrator().fit(f, y).transform(grid)))
         ir = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(f, y)
         iso.append(excess(ir.predict(grid)))
     assert np.mean(ours) < np.mean(iso)
@@ -234,7 +234,7 @@ def test_discrete_scores_with_exact_zeros_and_ones():
         j = rng.choice(6, size=150, p=_ATOM_PROB)
         y = (rng.random(150) < _ATOM_ETA[j]).astype(int)
         rc = KernelRecalibrator().fit(_ATOMS[j], y)
-        ours.append(_atom_excess_log_loss(rc.transform(_ATOMS)[:, 0]))
+        ours.append(_atom_excess_log_loss(rc.transform(_ATOMS)))
         ones, size = np.bincount(j, y, 6), np.bincount(j, minlength=6)
         ref.append(_atom_excess_log_loss((ones + 0.5) / (size + 1.0)))
     assert np.mean(ours) <= 0.6 * np.mean(ref)
@@ -254,7 +254,7 @@ def test_scores_below_the_smallest_calibration_score():
     np.testing.assert_allclose(rc.score_floor_, [floor, floor])
     f = np.r_[0.0, 1e-300, floor / 2, floor, np.linspace(0.1, 0.9, 9), 1 - floor, 1.0]
     f_copy = f.copy()
-    q = rc.transform(f)[:, 0]
+    q = rc.transform(f)
     np.testing.assert_array_equal(f, f_copy)
     assert np.all(np.isfinite(q)) and np.all(np.diff(q) >= 0)
     assert q[0] == q[1] and q[0] < q[4] < q[-1]
@@ -264,7 +264,7 @@ def test_scores_below_the_smallest_calibration_score():
     yi = (rng.random(inner.shape[0]) < _ATOM_ETA[inner]).astype(int)
     rc = KernelRecalibrator().fit(_ATOMS[inner], yi)
     np.testing.assert_array_equal(rc.score_floor_, [0.0, 0.0])
-    q = rc.transform(np.r_[0.0, 1e-300, 0.2, 0.5, 0.8, 1.0])[:, 0]
+    q = rc.transform(np.r_[0.0, 1e-300, 0.2, 0.5, 0.8, 1.0])
     assert np.all(np.isfinite(q)) and np.all(np.diff(q) >= 0)
     assert q[0] == q[2] and q[-1] == q[-2]
     # Per column of a multiclass matrix (rows renormalised).
@@ -516,6 +516,6 @@ def test_jump_within_reach_of_venn_abers(n, bound):
         rng = np.random.default_rng(seed)
         f = rng.uniform(size=n)
         y = (rng.random(n) < eta(f)).astype(int)
-        ours.append(excess(KernelRecalibrator().fit(f, y).transform(grid)[:, 0]))
+        ours.append(excess(KernelRecalibrator().fit(f, y).transform(grid)))
         va.append(excess(_venn_abers(f, y, grid)))
     assert np.mean(ours) < bound * np.mean(va)

@@ -31,6 +31,128 @@ SCORERS = {
 }
 
 
+def _brute_binned_error(y, s, norm, squared=False):
+    """Binned calibration error on ceil(n ** (1/3)) quantile bins, by a loop.
+
+    Edges are numpy's percentiles of the scores; a score belongs to the
+    first bin whose upper edge it does not exceed (the last bin takes the
+    rest), as in sklearn.calibration.calibration_curve.
+    """
+    n = len(s)
+    k = 1
+    while k**3 < n:  # the smallest k with k ** 3 >= n, i.e. ceil(cbrt(n))
+        k += 1
+    edges = np.percentile(s, np.linspace(0, 100, k + 1))
+    members = [[] for _ in range(k)]
+    for i in range(n):
+        b = 0
+        while b < k - 1 and s[i] > edges[b + 1]:
+            b += 1
+        members[b].append(i)
+    gaps, weights = [], []
+    for rows in members:
+        if rows:
+            gaps.append(abs(np.mean(y[rows]) - np.mean(s[rows])))
+            weights.append(len(rows) / n)
+    gaps, weights = np.array(gaps), np.array(weights)
+    if norm == "l1":
+        return float(weights @ gaps), members
+    if norm == "max":
+        return float(gaps.max()), members
+    squared_error = float(weights @ gaps**2)
+    return (squared_error if squared else np.sqrt(squared_error)), members
+
+
+# scikit-learn's proposed names: (norm, squared)
+PROPOSED = {
+    "neg_l1_calibration_error": ("l1", False),
+    "neg_l2_calibration_error": ("l2", False),
+    "neg_l2_squared_calibration_error": ("l2", True),
+    "neg_max_calibration_error": ("max", False),
+}
+
+
+@pytest.mark.parametrize("name", list(PROPOSED))
+@pytest.mark.parametrize("n_test", [200, 343, 1000])
+def test_proposed_scorers_equal_a_brute_force_and_calibration_curve(name, n_test):
+    from sklearn.calibration import calibration_curve
+
+    norm, squared = PROPOSED[name]
+    X, y = make_classification(n_samples=600 + n_test, n_features=6, random_state=1)
+    # a miscalibrated model: logistic scores pushed towards 0 and 1
+    clf = LogisticRegression(C=100.0).fit(X[:600], y[:600])
+    X_test, y_test = X[600:], y[600:]
+    s = clf.predict_proba(X_test)[:, 1]
+    expected, members = _brute_binned_error(y_test, s, norm, squared)
+    assert get_scorer(name)(clf, X_test, y_test) == pytest.approx(-expected, abs=1e-12)
+    # sklearn's calibration_curve on the same bins gives the same bin means
+    # (its quantile edges are the percentiles above); weigh them by the counts.
+    k = len(members)
+    prob_true, prob_pred = calibration_curve(y_test, s, n_bins=k, strategy="quantile")
+    counts = np.array([len(m) for m in members if m])
+    assert prob_true.shape == counts.shape
+    gaps = np.abs(prob_true - prob_pred)
+    from_sklearn = {
+        "l1": counts @ gaps / n_test,
+        "l2": counts @ gaps**2 / n_test
+        if squared
+        else np.sqrt(counts @ gaps**2 / n_test),
+        "max": gaps.max(),
+    }[norm]
+    assert get_scorer(name)(clf, X_test, y_test) == pytest.approx(
+        -from_sklearn, abs=1e-12
+    )
+
+
+def test_l2_calibration_error_kept_its_numbers(binary_data):
+    # the name existed before the others; its binning did not change
+    X, y = binary_data
+    clf = LogisticRegression().fit(X[:400], y[:400])
+    s = clf.predict_proba(X[400:])[:, 1]
+    expected, _ = _brute_binned_error(y[400:], s, "l2")
+    assert get_scorer("neg_l2_calibration_error")(clf, X[400:], y[400:]) == (
+        pytest.approx(-expected, abs=1e-12)
+    )
+    squared = get_scorer("neg_l2_squared_calibration_error")(clf, X[400:], y[400:])
+    assert squared == pytest.approx(-(expected**2), abs=1e-12)
+
+
+def test_unknown_name_lists_skcalib_names_not_sklearns():
+    with pytest.raises(ValueError) as info:
+        get_scorer("neg_smoth_ece")
+    msg = str(info.value)
+    assert "Did you mean 'neg_smooth_ece'?" in msg
+    for name in PROPOSED:
+        assert repr(name) in msg
+    assert "get_scorer_names()" in msg
+    # scikit-learn's long list is not repeated
+    assert (
+        "'jaccard_weighted'" not in msg
+        and "'neg_root_mean_squared_log_error'" not in msg
+    )
+    with pytest.raises(ValueError, match="not a scorer name"):
+        get_scorer("xyz")
+    # scikit-learn's names still resolve
+    assert get_scorer("neg_log_loss") is not None
+
+
+def test_plain_string_is_refused_by_sklearn_and_the_object_works(binary_data):
+    # What the docs say: the string fails inside scikit-learn; the object works.
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = binary_data
+    with pytest.raises(InvalidParameterError, match="scoring"):
+        cross_val_score(LogisticRegression(), X, y, cv=3, scoring="neg_smooth_ece")
+    scores = cross_val_score(
+        LogisticRegression(),
+        X,
+        y,
+        cv=3,
+        scoring=get_scorer("neg_max_calibration_error"),
+    )
+    assert np.all(scores < 0)
+
+
 @pytest.fixture(scope="module")
 def binary_data():
     X, y = make_classification(n_samples=600, n_features=6, random_state=0)

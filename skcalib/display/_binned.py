@@ -22,17 +22,22 @@ from ._plotting import (
     ReliabilityDisplayBase,
     check_features,
     checked_problem,
+    checks_style,
     consistency_bands,
     consistency_label,
     fold_curves,
     merge_style,
     plain_labels,
     predict_proba_of,
+    scores_of_a_model,
     stack_curves,
     to_table,
 )
 
 __all__ = ["BinnedReliabilityDisplay"]
+
+# The bars drawn on an axes so far, kept on the axes itself.
+_BARS_OF_AXES = "_skcalib_binned_bars"
 
 # Narrowest bar drawn, in score units.
 MIN_BAR_WIDTH = 0.01
@@ -283,6 +288,7 @@ default=None
     def _metric_name(self):
         return _NORM_NAMES.get(self.norm, "Error")
 
+    @checks_style
     @validate_params()
     def plot(
         self,
@@ -456,7 +462,19 @@ default=None
             "align": "edge",
             "zorder": line.get_zorder() - 1,
         }
+        # Translucent fills of several models on one axes blend into one
+        # muddy colour: with more than one curve, every curve's bars become
+        # outlines in the curve's colour.
+        earlier = getattr(ax, _BARS_OF_AXES, [])
+        if earlier:
+            defaults.update(color="none", edgecolor=(*rgb, 0.7 * fade), linewidth=0.9)
+            for previous in earlier:
+                for patch in previous:
+                    patch.set_facecolor("none")
+                    patch.set_edgecolor((*patch.get_edgecolor()[:3], 0.7 * fade))
+                    patch.set_linewidth(0.9)
         bars = ax.bar(left, r["mean_label"], width, **merge_style(defaults, bar_kwargs))
+        setattr(ax, _BARS_OF_AXES, [*earlier, bars])
         consistency = None
         if r["consistency_low"] is not None:
             lo, hi = b["consistency_low"], b["consistency_high"]
@@ -493,6 +511,7 @@ default=None
         return label.endswith(CONSISTENCY_LABEL)
 
     @classmethod
+    @checks_style
     @validate_params(n_bins=N_BINS)
     def from_predictions(
         cls,
@@ -626,6 +645,8 @@ despine
         )
 
     @classmethod
+    @checks_style
+    @scores_of_a_model
     @validate_params(n_bins=N_BINS)
     def from_estimator(
         cls,
@@ -730,6 +751,8 @@ despine
         )
 
     @classmethod
+    @checks_style
+    @scores_of_a_model
     @validate_params(n_bins=N_BINS)
     def from_cv_results(
         cls,

@@ -19,10 +19,12 @@ from ._binned import N_BINS
 from ._plotting import (
     axes_or_new,
     check_features,
+    checks_style,
     hide_spines,
     level_text,
     merge_style,
     predict_proba_of,
+    scores_of_a_model,
     to_table,
 )
 
@@ -172,6 +174,7 @@ class CalibrationBoundDisplay:
         self.delta = delta
         self.name = name
 
+    @checks_style
     @validate_params()
     def plot(self, ax=None, *, name=None, bar_kwargs=None, despine=False):
         """Plot the bounds.
@@ -423,6 +426,7 @@ class CalibrationBoundDisplay:
         ax.yaxis.set_minor_formatter(plain)
 
     @classmethod
+    @checks_style
     @validate_params(methods=_METHODS, n_bins=N_BINS)
     def from_predictions(
         cls,
@@ -524,6 +528,8 @@ class CalibrationBoundDisplay:
         return display._render(ax=ax, bar_kwargs=bar_kwargs, despine=despine)
 
     @classmethod
+    @checks_style
+    @scores_of_a_model
     @validate_params(methods=_METHODS, n_bins=N_BINS)
     def from_estimator(
         cls,
@@ -613,6 +619,7 @@ n_jobs, name, ax, bar_kwargs, despine
         )
 
     @classmethod
+    @checks_style
     @validate_params(methods=_METHODS, n_bins=N_BINS)
     def from_sample_sizes(
         cls,

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from .._params import MONITOR_RULES, RULES, Boolean, Interval, NoneOr, validate_params
-from ._plotting import axes_or_new, hide_spines, level_text, merge_style
+from ._plotting import (
+    axes_or_new,
+    checks_style,
+    hide_spines,
+    level_text,
+    merge_style,
+    scores_of_a_model,
+)
 
 __all__ = ["CalibrationOverTimeDisplay"]
 
@@ -88,6 +95,7 @@ class CalibrationOverTimeDisplay:
         """
         return self.report.frame()
 
+    @checks_style
     @validate_params(count_panel=Boolean(), despine=Boolean(), alert_level=_ALERT_LEVEL)
     def plot(
         self,
@@ -337,6 +345,7 @@ class CalibrationOverTimeDisplay:
         )
 
     @classmethod
+    @scores_of_a_model
     @validate_params(key=NoneOr(RULES["key"]), **MONITOR_RULES)
     def from_estimator(
         cls,

@@ -8,6 +8,7 @@ from .._params import Dict, HasMethods, NoneOr, validate_params
 from ..perturbation import select_perturbation_scale
 from ._plotting import (
     check_features,
+    checks_style,
     hide_spines,
     level_text,
     merge_style,
@@ -16,6 +17,13 @@ from ._plotting import (
 )
 
 __all__ = ["PerturbationDisplay"]
+
+_LEGEND_OUTSIDE = {
+    "loc": "upper left",
+    "bbox_to_anchor": (1.02, 1.0),
+    "borderaxespad": 0.0,
+    "fontsize": "small",
+}
 
 
 def _scale_text(h):
@@ -130,6 +138,7 @@ class PerturbationDisplay:
         self.delta = delta
         self.name = name
 
+    @checks_style
     @validate_params(curve_kwargs=_STYLE)
     def plot(
         self, ax=None, *, name=None, curve_kwargs=None, bound_kwargs=None, despine=False
@@ -266,7 +275,7 @@ class PerturbationDisplay:
                 bax.axvline(
                     self.recommended_scale, color="black", linestyle="-.", linewidth=1
                 )
-                bax.legend(loc="best", fontsize="small")
+                bax.legend(**_LEGEND_OUTSIDE)
             level = "" if self.delta is None else f" ({level_text(1 - self.delta)})"
             bax.set_ylabel("Calibration error" + level)
             upper = np.asarray(self.bound_upper, dtype=float)
@@ -275,9 +284,14 @@ class PerturbationDisplay:
             # Head room for the legend above the highest line.
             bax.set_ylim(0, 1.3 * top if top > 0 else 1.0)
             bax.set_xscale("log", base=2)
-        # The legend goes on the top-most axes so that no curve hides it.
+        # The legend goes on the top-most axes so that no curve hides it, and
+        # beside the data (beyond the twin axis's labels) rather than on it:
+        # with four or more entries no corner of the panel is free.
         top = self.bound_ax_ if self._twin else ax
-        top.legend(handles, labels, loc="best", fontsize="small")
+        outside = _LEGEND_OUTSIDE
+        if self._twin and self.bound_ax_ is not None:
+            outside = {**outside, "bbox_to_anchor": (1.16, 1.0)}
+        top.legend(handles, labels, **outside)
         (
             self.bound_ax_ if self.bound_ax_ is not None and not self._twin else ax
         ).set_xlabel("Perturbation scale h")
@@ -359,6 +373,7 @@ class PerturbationDisplay:
         return pair[0], pair[1]
 
     @classmethod
+    @checks_style
     @validate_params(curve_kwargs=_STYLE)
     def from_result(
         cls,
@@ -430,6 +445,7 @@ class PerturbationDisplay:
         )
 
     @classmethod
+    @checks_style
     @validate_params(estimator=HasMethods("fit", "predict_proba"), curve_kwargs=_STYLE)
     def from_estimator(
         cls,

@@ -7,6 +7,7 @@ styles): a figure is created with ``plt.subplots`` only when no axes is given.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 
@@ -22,6 +23,7 @@ from .._validation import (
     check_groups,
     check_sample_weight,
     check_target,
+    from_predict_proba,
 )
 
 # matplotlib rejects a property given under two aliases; the user's spelling wins.
@@ -236,6 +238,80 @@ def check_features(X, y):
             f"X must be an array-like of shape (n_samples, n_features); {exc}"
         ) from None
     return check_target(y, n)
+
+
+def scores_of_a_model(method):
+    """Decorate a ``from_estimator`` / ``from_cv_results`` method: the
+    probabilities it computes with are ``predict_proba``'s, never hard
+    labels passed by mistake (see :func:`warn_hard_labels`)."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with from_predict_proba():
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
+@functools.cache
+def _style_properties():
+    """Keywords matplotlib's lines, bars and bands accept (aliases included)."""
+    from matplotlib.artist import ArtistInspector
+    from matplotlib.collections import PolyCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    names = set(_ALIASES)
+    for artist in (Line2D, Rectangle, PolyCollection):
+        inspector = ArtistInspector(artist)
+        names.update(inspector.get_setters())
+        for aliases in inspector.aliasd.values():
+            names.update(aliases)
+    return frozenset(names)
+
+
+def _style_arguments(signature):
+    return [p for p in signature.parameters if p.endswith(("_kwargs", "_kw"))]
+
+
+def checks_style(method):
+    """Decorate a display's ``plot`` / ``from_*`` method: a matplotlib
+    keyword passed directly (``color=``) is refused with a pointer to the
+    ``*_kwargs`` arguments, and an unknown key of those is refused by name,
+    both before anything is computed."""
+    import inspect
+
+    signature = inspect.signature(method)
+    style_args = _style_arguments(signature)
+    owner = method.__qualname__
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        known = _style_properties()
+        for key in kwargs:
+            if key not in signature.parameters and key in known:
+                where = " or ".join(style_args) or "the display's style arguments"
+                raise TypeError(
+                    f"{owner}() got an unexpected keyword argument {key!r}: "
+                    f"matplotlib styles go in {where}, e.g. "
+                    f"{style_args[0] if style_args else 'curve_kwargs'}="
+                    f"{{{key!r}: ...}}."
+                )
+        for arg in style_args:
+            value = kwargs.get(arg)
+            dicts = value if isinstance(value, list) else [value]
+            for style in dicts:
+                if not isinstance(style, Mapping):
+                    continue
+                for key in style:
+                    if key != "label" and key not in known:
+                        raise ValueError(
+                            f"{arg} has the key {key!r}, which is not a matplotlib "
+                            f"property of {owner.split('.')[0]}'s artists."
+                        )
+        return method(*args, **kwargs)
+
+    return wrapper
 
 
 def predict_proba_of(estimator, X, pos_label, name, classes=None):
@@ -559,12 +635,14 @@ class ReliabilityDisplayBase:
             ax.set_title(f"Class {key}")
         handles, labels = ax.get_legend_handles_labels()
         if labels:
-            # What the curves are first, then how to read them.
+            # What the curves are first, then how to read them; placed where
+            # it covers the fewest curve points (a fixed corner hid the curve
+            # of classes whose probabilities run along the diagonal's end).
             order = sorted(range(len(labels)), key=lambda i: self._is_note(labels[i]))
             ax.legend(
                 [handles[i] for i in order],
                 [labels[i] for i in order],
-                loc="upper left",
+                loc="best",
                 fontsize="small",
             )
         if despine_:

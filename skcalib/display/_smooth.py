@@ -25,6 +25,7 @@ from ._plotting import (
     ReliabilityDisplayBase,
     check_features,
     checked_problem,
+    checks_style,
     consistency_bands,
     consistency_label,
     fold_curves,
@@ -33,6 +34,7 @@ from ._plotting import (
     plain_labels,
     predict_proba_of,
     score_range_of,
+    scores_of_a_model,
     stack_curves,
     to_table,
 )
@@ -373,6 +375,7 @@ default=None
         self.pos_label = pos_label
         self.score_range = score_range
 
+    @checks_style
     @validate_params()
     def plot(
         self,
@@ -683,6 +686,7 @@ default=None
         )
 
     @classmethod
+    @checks_style
     @validate_params()
     def from_accumulator(
         cls,
@@ -764,6 +768,7 @@ density_panel, fade_below, despine
         )
 
     @classmethod
+    @checks_style
     @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_predictions(
         cls,
@@ -925,6 +930,8 @@ density_panel, fade_below, despine
         )
 
     @classmethod
+    @checks_style
+    @scores_of_a_model
     @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_estimator(
         cls,
@@ -1038,6 +1045,8 @@ fade_below, despine
         )
 
     @classmethod
+    @checks_style
+    @scores_of_a_model
     @validate_params(n_bootstrap=_N_BOOTSTRAP)
     def from_cv_results(
         cls,

@@ -47,6 +47,7 @@ from .._validation import (
     check_same_label_kind,
     check_sample_weight,
     default_pos_label,
+    from_predict_proba,
     greater_label,
 )
 
@@ -703,9 +704,10 @@ class CalibrationAccumulator:
         # positive class is resolved by the rule of the in-memory metrics.
         n = seen.shape[0]
         dummy = np.zeros(n) if self._one_column else np.full((n, 2), 0.5)
-        data = check_calibration_inputs(
-            seen, dummy, pos_label=self.pos_label, labels=self.labels
-        )
+        with from_predict_proba():  # not the user's scores: nothing to warn of
+            data = check_calibration_inputs(
+                seen, dummy, pos_label=self.pos_label, labels=self.labels
+            )
         pos = _position(seen, data.pos_label)
         neg_label = [c for c in data.classes if c != data.pos_label][0]
         return pos, _position(seen, neg_label)

@@ -17,7 +17,7 @@ import functools
 import numbers
 
 from .._params import IsCallable, Options, validate_params
-from .._validation import check_estimator_proba
+from .._validation import check_estimator_proba, from_predict_proba
 
 __all__ = [
     "CalibrationBoundScorer",
@@ -93,7 +93,10 @@ class CalibrationScorer:
             estimator.predict_proba(X), estimator, _num_samples(X)
         )
         labels = getattr(estimator, "classes_", None)
-        return self._sign * self._score(estimator, y_true, proba, labels, **kwargs)
+        # predict_proba's output: probabilities even where all are 0 or 1.
+        with from_predict_proba():
+            value = self._score(estimator, y_true, proba, labels, **kwargs)
+        return self._sign * value
 
     def _score(self, estimator, y_true, proba, labels, **metadata):
         """Hook for subclasses that need the estimator itself."""
@@ -257,6 +260,11 @@ def integrated_calibration_index(y_true, y_proba, *, labels=None, sample_weight=
     return _ici(y_true, y_proba, labels=labels, sample_weight=sample_weight)
 
 
+# The binning of scikit-learn's proposed ``calibration_error`` (pull request
+# 34261): ``ceil(n ** (1/3))`` bins of equal mass.
+PROPOSED_BINNING = {"n_bins": "cbrt", "strategy": "quantile"}
+
+
 @functools.cache
 def _scorer_table():
     """Every skcalib scorer by name: one line per scorer (a new name is a new
@@ -265,13 +273,21 @@ def _scorer_table():
     from ._kde import kde_calibration_error
     from ._smooth import smooth_ece
 
+    def binned(**options):
+        return CalibrationScorer(binned_calibration_error, **options)
+
     return {
         "neg_smooth_ece": CalibrationScorer(smooth_ece),
-        "neg_expected_calibration_error": CalibrationScorer(
-            binned_calibration_error, n_bins=15, strategy="uniform", norm="l1"
+        # scikit-learn's names (norm="l1" | "l2" | "max", squared=...)
+        "neg_l1_calibration_error": binned(norm="l1", **PROPOSED_BINNING),
+        "neg_l2_calibration_error": binned(norm="l2", **PROPOSED_BINNING),
+        "neg_l2_squared_calibration_error": binned(
+            norm="l2", root=False, **PROPOSED_BINNING
         ),
-        "neg_l2_calibration_error": CalibrationScorer(
-            binned_calibration_error, n_bins="cbrt", strategy="quantile", norm="l2"
+        "neg_max_calibration_error": binned(norm="max", **PROPOSED_BINNING),
+        # the classic ECE of the literature: 15 bins of equal width
+        "neg_expected_calibration_error": binned(
+            n_bins=15, strategy="uniform", norm="l1"
         ),
         "neg_kde_calibration_error": CalibrationScorer(kde_calibration_error),
         "neg_brier_miscalibration": CalibrationScorer(brier_miscalibration),
@@ -283,39 +299,95 @@ def _scorer_table():
     }
 
 
+def _unknown_name(scoring):
+    """The error for a name neither skcalib nor scikit-learn knows: skcalib's
+    names (scikit-learn's list is long and has no calibration measure)."""
+    import difflib
+
+    from sklearn.metrics import get_scorer_names as sklearn_get_scorer_names
+
+    ours = sorted(_scorer_table())
+    close = difflib.get_close_matches(
+        scoring, ours + list(sklearn_get_scorer_names()), n=1
+    )
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return ValueError(
+        f"{scoring!r} is not a scorer name.{hint} skcalib's scorers are "
+        f"{', '.join(map(repr, ours))}; every name of "
+        "sklearn.metrics.get_scorer_names() (e.g. 'neg_log_loss', 'roc_auc') is "
+        "accepted too."
+    )
+
+
 @validate_params()
 def get_scorer(scoring):
     """Get a scorer from a string, skcalib's names first, then sklearn's.
 
-    scikit-learn resolves a ``scoring`` string in its own registry, which
-    other libraries cannot extend, so ``cross_val_score(...,
-    scoring="neg_smooth_ece")`` raises ``InvalidParameterError``. Pass the
-    object instead: ``scoring=get_scorer("neg_smooth_ece")`` (or a dict of
-    such objects for multi-metric search).
-
-    Read more in the :ref:`User Guide <measures>`.
+    Read more in the :ref:`User Guide <scorers>`.
 
     Parameters
     ----------
     scoring : str, callable or None
-        A skcalib scorer name (see :func:`get_scorer_names`), any name sklearn
-        knows, or a callable returned as is.
+        A skcalib scorer name (see Notes and :func:`get_scorer_names`), any
+        name of :func:`sklearn.metrics.get_scorer_names`, or a callable
+        (returned as is).
 
     Returns
     -------
-    scorer : callable
+    callable
         A fresh copy of the scorer (so ``set_score_request`` on it does not
         affect the registry).
+
+    Raises
+    ------
+    ValueError
+        For a name neither skcalib nor scikit-learn knows; the message lists
+        skcalib's names.
+
+    See Also
+    --------
+    get_scorer_names : Every accepted name.
+    CalibrationScorer : Build a scorer with other options.
+
+    Notes
+    -----
+    **Why not** ``scoring="neg_smooth_ece"``? scikit-learn checks a
+    ``scoring`` string against its own registry of names, which other
+    libraries cannot extend without editing scikit-learn's private state, so
+    ``cross_val_score(model, X, y, scoring="neg_smooth_ece")`` raises
+    ``InvalidParameterError``. Pass the scorer object instead,
+    ``scoring=get_scorer("neg_smooth_ece")``, or a dict of objects and
+    scikit-learn names for several metrics at once, e.g. ``scoring={"ece":
+    get_scorer("neg_smooth_ece"), "auc": "roc_auc"}``.
+
+    skcalib's names (losses, negated so that greater is better):
+
+    * ``"neg_smooth_ece"``: :func:`smooth_ece`.
+    * ``"neg_l1_calibration_error"``, ``"neg_l2_calibration_error"``,
+      ``"neg_l2_squared_calibration_error"``, ``"neg_max_calibration_error"``:
+      :func:`binned_calibration_error` with ``norm="l1"``, ``"l2"`` (and
+      ``root=False`` for the squared one) or ``"max"``, on
+      ``ceil(n ** (1/3))`` bins of equal mass (``strategy="quantile",
+      n_bins="cbrt"``): the names and binning of the ``calibration_error``
+      proposed for scikit-learn.
+    * ``"neg_expected_calibration_error"``: the classic ECE, ``norm="l1"`` on
+      15 bins of equal width.
+    * ``"neg_kde_calibration_error"``: :func:`kde_calibration_error`.
+    * ``"neg_brier_miscalibration"``, ``"neg_log_loss_miscalibration"``: the
+      miscalibration terms of :func:`score_decomposition`.
+    * ``"neg_integrated_calibration_index"``: the ICI of
+      :func:`calibration_summary`.
+    * ``"neg_calibration_error_bound"``: :class:`CalibrationBoundScorer`.
 
     Examples
     --------
     >>> from skcalib.metrics import get_scorer
-    >>> get_scorer("neg_smooth_ece")  # doctest: +ELLIPSIS
-    CalibrationScorer(smooth_ece, greater_is_better=False, ...)
+    >>> get_scorer("neg_l2_calibration_error")  # doctest: +ELLIPSIS
+    CalibrationScorer(binned_calibration_error, greater_is_better=False, ...)
     >>> get_scorer("roc_auc")
     make_scorer(roc_auc_score, response_method=('decision_function', 'predict_proba'))
 
-    In model selection:
+    In model selection, the object rather than its name:
 
     >>> from sklearn.datasets import make_classification
     >>> from sklearn.linear_model import LogisticRegression
@@ -326,8 +398,13 @@ def get_scorer(scoring):
     >>> print(scores.round(3))
     [-0.024 -0.032 -0.038]
     """
-    if isinstance(scoring, str) and scoring in _scorer_table():
-        return copy.deepcopy(_scorer_table()[scoring])
+    if isinstance(scoring, str):
+        if scoring in _scorer_table():
+            return copy.deepcopy(_scorer_table()[scoring])
+        from sklearn.metrics import get_scorer_names as sklearn_get_scorer_names
+
+        if scoring not in sklearn_get_scorer_names():
+            raise _unknown_name(scoring)
     from sklearn.metrics import get_scorer as sklearn_get_scorer
 
     return sklearn_get_scorer(scoring)

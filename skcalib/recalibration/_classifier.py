@@ -11,6 +11,8 @@ from sklearn.utils.metadata_routing import MethodMapping
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from .._backend.recalibration.selection import uniform_mix
+from .._backend.user_warning import record_warnings, warn_once_each, warn_user
 from .._meta import (
     copy_fitted_attributes,
     default_estimator,
@@ -50,6 +52,16 @@ _RULES = {
     "n_jobs": RULES["n_jobs"],
     "verbose": RULES["verbose"],
 }
+
+
+def _whole_set_shrinkage(calibrator, y_idx, sample_weight):
+    """``calibrator`` whose ``shrinkage="auto"`` is sized on the whole
+    calibration set rather than on each fold's share of it (DESIGN 4.7)."""
+    params = calibrator.get_params(deep=False)
+    if params.get("shrinkage") != "auto":
+        return calibrator
+    total = y_idx.shape[0] if sample_weight is None else sample_weight.sum()
+    return clone(calibrator).set_params(shrinkage=uniform_mix(total))
 
 
 class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -174,6 +186,28 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             calibrator = clone(calibrator).set_params(verbose=self.verbose - 1)
         return calibrator
 
+    def set_params(self, **params):
+        """Set the parameters of this estimator.
+
+        ``calibrator__<parameter>`` also works while ``calibrator=None``: it
+        is then set on the default calibrator, ``KernelRecalibrator()``, so
+        that a grid search can tune it as a nested parameter.
+
+        Parameters
+        ----------
+        **params : dict
+            Estimator parameters.
+
+        Returns
+        -------
+        RecalibratedClassifier
+            This estimator.
+        """
+        nested = any(key.startswith("calibrator__") for key in params)
+        if nested and params.get("calibrator", self.calibrator) is None:
+            params = {**params, "calibrator": KernelRecalibrator()}
+        return super().set_params(**params)
+
     def fit(self, X, y, sample_weight=None, **fit_params):
         """Fit the classifier(s) and the calibrator(s).
 
@@ -227,6 +261,14 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         if ensemble == "auto":
             ensemble = not frozen
         if frozen:
+            missing = self.classes_[~np.isin(self.classes_, present)]
+            if missing.shape[0]:
+                warn_user(
+                    f"The calibration set has no sample of class(es) "
+                    f"{missing.tolist()} of the frozen estimator: their "
+                    "recalibrated probabilities rest on no example and can cost "
+                    "their recall. Calibrate on a set holding every class."
+                )
             P = _full_proba(estimator, X, self.classes_)
             self.calibrated_classifiers_ = [
                 _CalibratedPair(
@@ -250,6 +292,7 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             splits = check_cv_splits(self.cv, X, y, **split_params)
             n_folds = len(splits)
             if ensemble:
+                calibrator = _whole_set_shrinkage(calibrator, y_idx, sample_weight)
                 self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
                     delayed(_fit_pair)(
                         clone(estimator),
@@ -311,6 +354,13 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             ``classes_``.
         """
         check_is_fitted(self)
+        # Each fold's classifier would repeat the same warning (e.g. about
+        # feature names): said once, at the caller's line.
+        proba, records = record_warnings(self._mean_proba, X)
+        warn_once_each(records)
+        return proba
+
+    def _mean_proba(self, X):
         pairs = self.calibrated_classifiers_
         proba = pairs[0].predict_proba(X)
         for pair in pairs[1:]:

@@ -250,8 +250,8 @@ default="auto"
     >>> cal = KernelRecalibrator().fit(p, y)
     >>> q = cal.transform([0.1, 0.5, 0.9])
     >>> q.shape
-    (3, 1)
-    >>> bool(np.all(np.abs(q[:, 0] - [0.3, 0.5, 0.7]) < 0.1))
+    (3,)
+    >>> bool(np.all(np.abs(q - [0.3, 0.5, 0.7]) < 0.1))
     True
     >>> cal.base_, cal.bandwidth_    # a smooth monotone map: no correction
     ('sigmoid', inf)
@@ -518,14 +518,16 @@ default="auto"
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_in_)
+        ndarray of shape (n_samples, n_features_in_) or (n_samples,)
             Recalibrated probabilities, clipped to ``[eps, 1 - eps]`` (with
             more than two classes the rows are renormalised after clipping,
             so an entry can end slightly below ``eps``); with ``K >= 2``
             columns the rows sum to one, with one column it is the positive
-            class.
+            class, and 1-D scores give 1-D probabilities.
         """
         check_is_fitted(self)
+        # 1-D in, 1-D out, as scikit-learn's IsotonicRegression.transform.
+        one_d = np.ndim(X) == 1
         P = self._check_X(X, reset=False)
         K = self.classes_.shape[0]
         if P.shape[1] != K:
@@ -535,12 +537,9 @@ default="auto"
         if self.method_ == "grid":
             q = (1.0 - lam) * self.maps_[0](P[:, 1]) + 0.5 * lam
             q = np.clip(q, eps, 1.0 - eps)
-            out = (
-                q[:, None]
-                if self.n_features_in_ == 1
-                else np.column_stack([1.0 - q, q])
-            )
-            return out
+            if self.n_features_in_ == 1:
+                return q if one_d else q[:, None]
+            return np.column_stack([1.0 - q, q])
         if self.method_ == "logit":
             Q = _lm.logit_map_proba(self.maps_[0], P)
         elif self.method_ == "classwise":
@@ -552,7 +551,9 @@ default="auto"
                 res.ratio, res.log_density, P, self.bandwidth_, self._prior
             )
         Q = _sc.finalize_proba((1.0 - lam) * Q + lam / K, eps)
-        return Q[:, 1:] if self.n_features_in_ == 1 else Q
+        if self.n_features_in_ == 1:
+            return Q[:, 1] if one_d else Q[:, 1:]
+        return Q
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
