@@ -11,11 +11,14 @@ from . import smece as _sm
 from .binning import positive_weight_rows
 from .grid import (
     FINE_M,
-    add_cell_moments,
     cell_keys,
     moment_columns,
     statistics_from_cells,
 )
+from .smece_batch import ResidualColumns
+
+# Grid entries (cells times resamples) of one batch of the ordinary bootstrap.
+_BATCH_ENTRIES = 1 << 22
 
 
 @dataclass
@@ -58,7 +61,11 @@ def bootstrap_smooth_curves(
     key, theta = cell_keys(y, geometry.to_unit(s), m_boot)
     moments = moment_columns(w, theta, None if geometry.metric == "l1" else s)
     children = seed.spawn(n_bootstrap)
+    # Batches are resamples handled together: as many as the workers, or
+    # more when the grid statistics of a batch would exceed ~32 MB.
+    per_batch = max(1, _BATCH_ENTRIES // (4 * (m_boot + 1)))
     n_batches = max(1, min(n_bootstrap, effective_n_jobs(n_jobs)))
+    n_batches = max(n_batches, -(-n_bootstrap // per_batch))
     if progress is not None and progress.enabled:
         # Smaller batches, so that progress can be reported between them;
         # each resample keeps its own seed, so the result is the same.
@@ -85,19 +92,41 @@ def bootstrap_smooth_curves(
 
 
 def _bootstrap_batch(key, moments, M, seeds, geometry, sigma_curve, fixed_sigma):
+    """Curves and smECE of the resamples drawn from ``seeds``, all at once:
+    the per-cell sums of every resample by one ``bincount``, their smECE by
+    the batched solver, their curves by one smoothing of all columns."""
     n = key.shape[0]
-    curves, values = [], []
-    for seq in seeds:
+    n_rep = len(seeds)
+    counts = np.empty((n_rep, n))
+    for k, seq in enumerate(seeds):
         rng = np.random.default_rng(seq)
-        counts = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64)
-        cells = add_cell_moments(np.zeros((2 * M, len(moments))), key, moments, counts)
-        stats = _sm.pyramid(statistics_from_cells(cells, M))
-        if fixed_sigma is None:
-            values.append(_sm.solve_sigma(stats, geometry))
-        else:
-            values.append(_sm.smece_at(stats, fixed_sigma, geometry))
-        curves.append(_sm.smooth_curve(stats, sigma_curve, geometry)[1])
-    return np.asarray(curves), np.asarray(values)
+        counts[k] = np.bincount(rng.integers(0, n, size=n), minlength=n)
+    size = 2 * M
+    keys = (key[None, :] + size * np.arange(n_rep)[:, None]).ravel()
+    cells = np.stack(
+        [
+            np.bincount(keys, weights=(counts * col).ravel(), minlength=n_rep * size)
+            for col in moments
+        ],
+        axis=-1,
+    ).reshape(n_rep, size, len(moments))
+    stats = [_sm.pyramid(statistics_from_cells(c, M)) for c in cells]
+    fine = np.stack([st.at(M) for st in stats], axis=-1)  # (M + 1, 3, n_rep)
+    total = fine[:, 0].sum(axis=0)
+    columns = ResidualColumns(fine[:, 1] - fine[:, 2], total, geometry.length)
+    if fixed_sigma is None:
+        values = columns.solve_sigma(sigma_curve)
+    else:
+        values = columns.smece_at(np.full(n_rep, fixed_sigma))
+    m_curve = geometry.grid_size(sigma_curve, M)
+    h = np.stack([st.at(m_curve) for st in stats], axis=-1) / total
+    sm = geometry.smooth(h.reshape(m_curve + 1, -1), sigma_curve)
+    sm = sm.reshape(h.shape)
+    dens, num = sm[:, 0], sm[:, 1]
+    curves = np.full((m_curve + 1, n_rep), np.nan)
+    ok = dens > 1e-10 * dens.max(axis=0)
+    curves[ok] = np.clip(num[ok] / dens[ok], 0.0, 1.0)
+    return curves.T, values
 
 
 #: Bootstrap confidence intervals offered by the smooth reliability curve.
