@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed
 
 from . import smece as _sm
 from .binning import positive_weight_rows
@@ -17,8 +17,11 @@ from .grid import (
 )
 from .smece_batch import ResidualColumns
 
-# Grid entries (cells times resamples) of one batch of the ordinary bootstrap.
+# Grid entries (cells times resamples) of one batch of the ordinary bootstrap,
+# and its number of resamples (enough to vectorise, few enough to report
+# progress and share the work between jobs).
 _BATCH_ENTRIES = 1 << 22
+_BATCH_RESAMPLES = 25
 
 
 @dataclass
@@ -61,16 +64,15 @@ def bootstrap_smooth_curves(
     key, theta = cell_keys(y, geometry.to_unit(s), m_boot)
     moments = moment_columns(w, theta, None if geometry.metric == "l1" else s)
     children = seed.spawn(n_bootstrap)
-    # Batches are resamples handled together: as many as the workers, or
-    # more when the grid statistics of a batch would exceed ~32 MB.
-    per_batch = max(1, _BATCH_ENTRIES // (4 * (m_boot + 1)))
-    n_batches = max(1, min(n_bootstrap, effective_n_jobs(n_jobs)))
-    n_batches = max(n_batches, -(-n_bootstrap // per_batch))
-    if progress is not None and progress.enabled:
-        # Smaller batches, so that progress can be reported between them;
-        # each resample keeps its own seed, so the result is the same.
-        n_batches = min(n_bootstrap, 20 * n_batches)
-    batches = [b for b in np.array_split(np.arange(n_bootstrap), n_batches) if b.size]
+    # Batches of resamples handled together, fixed by the sample alone (never
+    # by n_jobs or progress reporting: a batch's transforms round the same
+    # way only when it holds the same resamples), and capped at ~32 MB of
+    # grid statistics.
+    per_batch = max(1, min(_BATCH_RESAMPLES, _BATCH_ENTRIES // (4 * (m_boot + 1))))
+    batches = [
+        np.arange(i, min(i + per_batch, n_bootstrap))
+        for i in range(0, n_bootstrap, per_batch)
+    ]
     parts = Parallel(n_jobs=n_jobs, return_as="generator")(
         delayed(_bootstrap_batch)(
             key,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import fft as _fft
 
-from .grid import FINE_M
+from .grid import FINE_M, coarsen, grid_size
 
 __all__ = ["ResidualColumns", "bin_residual_columns"]
 
@@ -67,51 +67,74 @@ class ResidualColumns:
     """
 
     def __init__(self, resid, total, length=1.0):
-        M = resid.shape[0] - 1
-        self.M = M
+        self.M = resid.shape[0] - 1
         self.length = float(length)
-        # Transform of the even extension (the reflected kernel's basis); the
-        # end points are their own mirror images. Evaluations read its low
-        # frequencies only, so the histogram is transformed once, on the
-        # grid it was binned on (a coarser grid would only add binning error).
-        h = resid / np.asarray(total, dtype=np.float64)
-        ext = np.empty((2 * M, h.shape[1]))
-        ext[: M + 1] = h
-        ext[M + 1 :] = h[M - 1 : 0 : -1]
-        ext[0] *= 2.0
-        ext[M] *= 2.0
-        self._spectrum = _fft.rfft(ext, axis=0)
+        self._levels = {self.M: resid / np.asarray(total, dtype=np.float64)}
+        self._spectra = {}
 
     @property
     def n_columns(self):
-        return self._spectrum.shape[1]
+        return self._levels[self.M].shape[1]
+
+    def _spectrum(self, M):
+        """Transform of the even extension of the histograms coarsened to
+        ``M`` cells (the reflected kernel's basis; the end points are their
+        own mirror images). Exact coarsening is linear binning on the coarser
+        grid, so a level is as accurate as binning there directly."""
+        if M not in self._spectra:
+            if M not in self._levels:
+                finer = min(m for m in self._levels if m > M)
+                self._levels[M] = coarsen(self._levels[finer], M)
+            h = self._levels[M]
+            ext = np.empty((2 * M, h.shape[1]))
+            ext[: M + 1] = h
+            ext[M + 1 :] = h[M - 1 : 0 : -1]
+            ext[0] *= 2.0
+            ext[M] *= 2.0
+            self._spectra[M] = _fft.rfft(ext, axis=0)
+        return self._spectra[M]
 
     def smece_at(self, sigma, columns=None):
-        """``smECE_sigma`` of each column at its own ``sigma``."""
+        """``smECE_sigma`` of each column at its own ``sigma``.
+
+        Each column's value depends on its own data and ``sigma`` only (its
+        grid, frequencies and evaluation points follow from its ``sigma``),
+        not on the other columns evaluated with it: results do not depend on
+        how samples are batched.
+        """
         if columns is None:
             columns = np.arange(self.n_columns)
+        columns = np.asarray(columns)
         u = np.broadcast_to(
-            np.asarray(sigma, dtype=np.float64) / self.length, (len(columns),)
+            np.asarray(sigma, dtype=np.float64) / self.length, columns.shape
         )
-        u_min = max(float(u.min()), 1.0 / self.M)
-        n_freq = min(self.M + 1, int(_SPECTRUM_CUT / u_min) + 1)
-        spec = self._spectrum[:n_freq, columns]
-        # |r| is evaluated on its own grid: r is band-limited, so any grid of
-        # at least n_freq points represents it; the trapezoid needs a few
-        # points per sigma.
-        want = min(int(np.ceil(_EVAL_STEPS_PER_SIGMA / u_min)), 2 * FINE_M)
-        m_eval = _fft.next_fast_len(max(want, n_freq), real=True)
-        freq = np.arange(n_freq, dtype=np.float64)[:, None]
-        out = np.empty(len(columns))
-        step = max(1, _BLOCK_ENTRIES // (m_eval + 1))
-        for start in range(0, len(columns), step):
-            sl = slice(start, start + step)
-            prod = np.zeros((m_eval + 1, spec[:, sl].shape[1]), dtype=np.complex128)
-            gauss = np.exp(-0.5 * (np.pi * u[sl] * freq) ** 2)
-            prod[:n_freq] = spec[:, sl] * (m_eval * gauss)
-            r = np.abs(_fft.irfft(prod, n=2 * m_eval, axis=0)[: m_eval + 1])
-            out[sl] = (r.sum(axis=0) - 0.5 * (r[0] + r[-1])) / m_eval
+        u = np.maximum(u, 1.0 / self.M)
+        # the grid the scalar solver would use for this bandwidth
+        level = np.array([grid_size(x, self.M) for x in u])
+        n_freq = np.minimum(level + 1, (_SPECTRUM_CUT / u).astype(np.int64) + 1)
+        # |r| is evaluated on its own grid, a power of two: r is band-limited,
+        # so any grid of at least n_freq points represents it, and the
+        # trapezoid needs a few points per sigma.
+        want = np.maximum(np.ceil(_EVAL_STEPS_PER_SIGMA / u), n_freq)
+        m_eval = 2 ** np.ceil(np.log2(np.minimum(want, 2 * FINE_M))).astype(np.int64)
+        out = np.empty(columns.shape[0])
+        for lev, m in set(zip(level.tolist(), m_eval.tolist(), strict=True)):
+            group = np.flatnonzero((level == lev) & (m_eval == m))
+            step = max(1, _BLOCK_ENTRIES // (m + 1))
+            for start in range(0, group.shape[0], step):
+                sel = group[start : start + step]
+                out[sel] = self._evaluate(columns[sel], u[sel], n_freq[sel], lev, m)
         return out
+
+    def _evaluate(self, columns, u, n_freq, level, m_eval):
+        top = int(n_freq.max())
+        freq = np.arange(top, dtype=np.float64)[:, None]
+        gauss = np.exp(-0.5 * (np.pi * u * freq) ** 2)
+        gauss[freq >= n_freq] = 0.0  # each column keeps its own frequencies
+        prod = np.zeros((m_eval + 1, columns.shape[0]), dtype=np.complex128)
+        prod[:top] = self._spectrum(level)[:top, columns] * (m_eval * gauss)
+        r = np.abs(_fft.irfft(prod, n=2 * m_eval, axis=0)[: m_eval + 1])
+        return (r.sum(axis=0) - 0.5 * (r[0] + r[-1])) / m_eval
 
     def solve_sigma(self, guess, *, tol=_SIGMA_TOL, lower=None, spread=2.0):
         """The fixed point ``sigma*`` (``smECE_sigma* = sigma*``) of each column.
