@@ -1,13 +1,30 @@
 """Benchmark PerturbedClassifier.
 
-1. ``predict_proba`` overhead on 1e6 rows on top of a LogisticRegression
-   (target: under 20 % extra), measured side by side in one run: median of
-   the per-round ratios and ratio of the best times, with the compiled
-   loops (numba) and with numpy passes only (the compiled loops patched
-   away, as an install without numba runs: the noise is still drawn in the
-   background); for today's base model (logits ~ N(0, 1): ~0.03 % of the
-   rows rejected at the default scale) and a confident one (logits spread 3
-   times more: ~8 % of the rows rejected and redrawn); then the parts
+0. The targets, for the default install (no numba; here the numpy passes,
+   ``SKCALIB_NUMBA=0``), each measured side by side in one run:
+
+   * overhead of ``predict_proba`` on realistic models, a
+     HistGradientBoostingClassifier and a RandomForestClassifier, at 1e5 and
+     1e6 rows of 20 features: at most 10 % (median of paired ratios);
+   * on a LogisticRegression at 1e6 x 20, the time added to its
+     ``predict_proba`` at most 1.5 times the NumPy floor of drawing the same
+     noise: the uniform 64-bit words, the transcendental passes (``tan``,
+     ``log``) and one add of the noise to the probabilities, one thread;
+   * with the ``fast`` extra, the sampler never slower than without it, first
+     call of a fresh process included: the first call and the steady state
+     of ``perturb_proba`` and of ``PerturbedClassifier.predict_proba`` in
+     fresh processes without numba, with numba under skcalib's default rule
+     and with ``SKCALIB_NUMBA=1`` (median of three processes each), and the
+     loaded compiled loops against the numpy passes in one process.
+
+1. ``predict_proba`` overhead on 1e6 rows on top of a LogisticRegression,
+   measured side by side in one run: median of the per-round ratios and
+   ratio of the best times, with the compiled loops (numba, opted in) and
+   with numpy passes only (as an install without numba runs: the noise is
+   still drawn in the background); for a base model with logits ~ N(0, 1)
+   (~0.03 % of the rows rejected at the default scale) and a confident one
+   (logits spread 3 times more: ~8 % of the rows rejected and redrawn); then
+   the parts
    alone. The noise (64 random bits and a double-precision ``h ln tan`` per
    proposal) is drawn in a background thread while the base model predicts,
    into a buffer that then receives the perturbed probabilities, rounded to
@@ -27,7 +44,8 @@
    :func:`skcalib.select_perturbation_scale`.
 
 Run: ``python benchmarks/bench_perturbation.py [--rows N] [--features D]
-[--old-rev REV | --old-rev ""] [--skip-table]``.
+[--old-rev REV | --old-rev ""] [--skip-targets] [--skip-details]
+[--skip-table]``.
 """
 
 from __future__ import annotations
@@ -35,6 +53,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import io
+import os
 import subprocess
 import sys
 import tarfile
@@ -45,6 +64,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -52,10 +72,13 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_info
 
 from skcalib import PerturbedClassifier, select_perturbation_scale
-from skcalib._backend import sech_sampler
-from skcalib._backend.perturbation import perturb_proba, perturbation_noise_async
-from skcalib._backend.sech_sampler import sech_noise, sech_sample
+from skcalib._backend.sech import sampler as sech_sampler
+from skcalib._backend.sech.perturbation import perturb_proba, perturbation_noise_async
+from skcalib._backend.sech.sampler import sech_noise, sech_sample
 from skcalib.perturbation import DEFAULT_SCALE
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import first_calls, print_first_calls  # noqa: E402
 
 # run_all.py runs rows() again with numba unimportable.
 NUMBA_MATTERS = True
@@ -80,6 +103,29 @@ def _patched(module, **values):
 def _with(func, module=sech_sampler, **values):
     def run():
         with _patched(module, **values):
+            return func()
+
+    return run
+
+
+@contextmanager
+def _numba_mode(mode):
+    """``SKCALIB_NUMBA`` set to ``mode`` ("0": numpy passes, "1": compiled
+    loops from their steady size), restored on exit."""
+    saved = os.environ.get("SKCALIB_NUMBA")
+    os.environ["SKCALIB_NUMBA"] = mode
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["SKCALIB_NUMBA"]
+        else:
+            os.environ["SKCALIB_NUMBA"] = saved
+
+
+def _in_mode(func, mode):
+    def run():
+        with _numba_mode(mode):
             return func()
 
     return run
@@ -155,10 +201,6 @@ def _print_overheads(wall, cpu, caller, base="LogisticRegression"):
 SPREADS = {"logits ~ N(0, 1)": 1.0, "confident, logits ~ 3 N(0, 1)": 3.0}
 
 
-def _no_compiled_loops(n):
-    return None
-
-
 def _model(n_rows, n_features, spread):
     """Data and a LogisticRegression fitted on it, with logits ~ spread
     N(0, 1); its PerturbedClassifier."""
@@ -189,7 +231,7 @@ def bench_overhead(n_rows, n_features, repeat=60, old=None):
         f"{repeat} interleaved rounds; cores = CPU time / wall time (median); "
         "target < 20 % overhead"
     )
-    n_threads = sech_sampler._sech_threads()
+    n_threads = sech_sampler._threads(n_rows, None)
     print(f"  thread pools: {', '.join(blas)}; sampler threads: {n_threads}")
     for label, spread in SPREADS.items():
         X, y, base, clf = _model(n_rows, n_features, spread)
@@ -206,11 +248,11 @@ def _bench_calls(X, y, base, clf, repeat, old):
     # samplers' numpy passes only (numba not installed: the compiled loops
     # are patched away, the noise is still drawn in the background).
     lr_run = {"LogisticRegression": lambda: base.predict_proba(X)}
-    compiled = {"PerturbedClassifier": lambda: clf.predict_proba(X)}
+    compiled = {
+        "PerturbedClassifier, compiled": _in_mode(lambda: clf.predict_proba(X), "1")
+    }
     passes = {
-        "PerturbedClassifier, numpy passes": _with(
-            lambda: clf.predict_proba(X), _sech_loops=_no_compiled_loops
-        )
+        "PerturbedClassifier, numpy passes": _in_mode(lambda: clf.predict_proba(X), "0")
     }
     if old is not None:
         old_clf = old.perturbation.PerturbedClassifier(
@@ -243,13 +285,9 @@ def _bench_parts(base, X, n_rows, repeat, old=None):
         return time.perf_counter() - start
 
     runs = {
-        "sech_noise": lambda: sech_noise(n_rows, h, gen),
-        "sech_noise, 1 thread": _with(
-            lambda: sech_noise(n_rows, h, gen), _SECH_MAX_THREADS=1
-        ),
-        "sech_noise, numpy passes": _with(
-            lambda: sech_noise(n_rows, h, gen), _sech_loops=_no_compiled_loops
-        ),
+        "sech_noise, compiled": _in_mode(lambda: sech_noise(n_rows, h, gen), "1"),
+        "sech_noise, 1 thread": lambda: sech_noise(n_rows, h, gen, n_jobs=1),
+        "sech_noise, numpy passes": _in_mode(lambda: sech_noise(n_rows, h, gen), "0"),
         "noise buffer in the background, waited for": lambda: perturbation_noise_async(
             n_rows, 2, h, gen
         ).result(),
@@ -277,6 +315,180 @@ def _bench_parts(base, X, n_rows, repeat, old=None):
     )
 
 
+# ---------------------------------------------------------------------------
+# 0. The targets of the default install
+# ---------------------------------------------------------------------------
+
+OVERHEAD_TARGET = 0.10
+FLOOR_TARGET = 1.5
+
+
+def _realistic(kind, n_features=20, n_train=20_000, seed=0):
+    """A fitted tree ensemble on a problem with interactions, and a sampler
+    of its test rows."""
+    rng = np.random.default_rng(seed)
+    beta = rng.standard_normal(n_features) / np.sqrt(n_features)
+
+    def draw(n):
+        X = rng.standard_normal((n, n_features))
+        logit = X @ beta + 0.5 * X[:, 0] * X[:, 1] - 0.3 * X[:, 2] ** 2
+        return X, (rng.uniform(size=n) < 1 / (1 + np.exp(-logit))).astype(int)
+
+    X, y = draw(n_train)
+    if kind == "HistGradientBoosting":
+        base = HistGradientBoostingClassifier(random_state=0).fit(X, y)
+    else:
+        base = RandomForestClassifier(
+            n_estimators=100, min_samples_leaf=5, random_state=0
+        ).fit(X, y)
+    return base, draw
+
+
+def noise_floor(p, h, bitgen):
+    """The NumPy floor of perturbing ``p``: ``n`` uniform 64-bit words, their
+    angles, the transcendental passes (``tan``, ``log``) and one add, in one
+    thread. (No rejection, no grid, no second column: less than the sampler
+    does.)"""
+    x = bitgen.random_raw(p.shape[0]).astype(np.float64)
+    x *= np.pi / 2.0**66  # angles in [0, pi/4)
+    np.tan(x, out=x)
+    np.log(x, out=x)
+    x *= h
+    x += p
+    return x
+
+
+def _paired_overhead(base, clf, X, repeat):
+    """Median over interleaved rounds of PerturbedClassifier's time over the
+    base model's, less one; and the median times."""
+    wall, _, _ = _interleaved(
+        {"base": lambda: base.predict_proba(X), "clf": lambda: clf.predict_proba(X)},
+        repeat,
+    )
+    ratio = float(np.median(wall["clf"] / wall["base"]) - 1.0)
+    return ratio, float(np.median(wall["base"])), float(np.median(wall["clf"]))
+
+
+def bench_targets(sizes=(10**5, 10**6), n_features=20, repeat=7):
+    """The three targets (see the module's docstring); returns their rows."""
+    out = []
+    print(
+        "targets of the default install (numpy passes, SKCALIB_NUMBA=0); "
+        f"{repeat} interleaved rounds, medians"
+    )
+    with _numba_mode("0"):
+        for kind in ("HistGradientBoosting", "RandomForest"):
+            base, draw = _realistic(kind, n_features)
+            for n in sizes:
+                X, y = draw(n)
+                clf = PerturbedClassifier(FrozenEstimator(base), random_state=0)
+                clf.fit(X[:100], y[:100])
+                overhead, t_base, t_clf = _paired_overhead(
+                    base, clf, X, max(3, repeat if n <= 10**5 else repeat // 2)
+                )
+                ok = "ok" if overhead <= OVERHEAD_TARGET else "MISSED"
+                print(
+                    f"  {kind:<22} {n:>9,d} x {n_features}: base "
+                    f"{t_base * 1e3:8.1f} ms, perturbed {t_clf * 1e3:8.1f} ms, "
+                    f"overhead {100 * overhead:5.1f} % (target <= "
+                    f"{100 * OVERHEAD_TARGET:.0f} %: {ok})",
+                    flush=True,
+                )
+                out.append((f"{kind} {n:.0e}", overhead, OVERHEAD_TARGET))
+        n = 10**6
+        X, y, base, clf = _model(n, n_features, 1.0)
+        p = np.ascontiguousarray(base.predict_proba(X)[:, 1])
+        bitgen = np.random.PCG64(1)
+        wall, _, _ = _interleaved(
+            {
+                "LogisticRegression": lambda: base.predict_proba(X),
+                "PerturbedClassifier": lambda: clf.predict_proba(X),
+                "floor": lambda: noise_floor(p, DEFAULT_SCALE, bitgen),
+            },
+            3 * repeat,
+        )
+        t = {k: float(np.median(v)) for k, v in wall.items()}
+        added = float(
+            np.median(wall["PerturbedClassifier"] - wall["LogisticRegression"])
+        )
+        ratio = added / t["floor"]
+        ok = "ok" if ratio <= FLOOR_TARGET else "MISSED"
+        print(
+            f"  {'LogisticRegression':<22} {n:>9,d} x {n_features}: base "
+            f"{t['LogisticRegression'] * 1e3:8.1f} ms, perturbed "
+            f"{t['PerturbedClassifier'] * 1e3:8.1f} ms; added "
+            f"{added * 1e3:6.1f} ms = {ratio:.2f} x the NumPy floor of the noise "
+            f"({t['floor'] * 1e3:.1f} ms; target <= {FLOOR_TARGET}: {ok})",
+            flush=True,
+        )
+        out.append(("LogisticRegression 1e6: added / floor", ratio, FLOOR_TARGET))
+    out.extend(bench_fast(n_features=n_features, repeat=3 * repeat))
+    return out
+
+
+_FIRST_SETUP = """
+import numpy as np
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from skcalib import PerturbedClassifier, perturb_proba
+rng = np.random.default_rng(0)
+n, d = {n}, {d}
+X = rng.standard_normal((n, d))
+y = (rng.uniform(size=n) < 1 / (1 + np.exp(-X @ (rng.standard_normal(d) / 4)))) * 1
+base = LogisticRegression().fit(X[:20000], y[:20000])
+P = base.predict_proba(X)
+clf = PerturbedClassifier(FrozenEstimator(base), random_state=0).fit(X[:100], y[:100])
+"""
+
+
+def bench_fast(n=10**6, n_features=20, repeat=21):
+    """The sampler with the ``fast`` extra against without it, first call
+    included; returns the rows of the targets."""
+    from skcalib._backend.compiled import HAVE_NUMBA
+
+    setup = _FIRST_SETUP.format(n=n, d=n_features)
+    cases = {
+        f"perturb_proba, n = {n:.0e}": first_calls(
+            setup, "perturb_proba(P, random_state=0)", processes=5
+        ),
+        f"PerturbedClassifier, {n:.0e} x {n_features}": first_calls(
+            setup, "clf.predict_proba(X)", processes=5
+        ),
+    }
+    print_first_calls("the sampler's first call in a fresh process", cases)
+    out = []
+    for label, r in cases.items():
+        ratio = r["numba"]["first"] / r["no numba"]["first"]
+        if r["numba"]["numba"]:
+            out.append((f"first call, {label}: numba / no numba", ratio, 1.0))
+        else:
+            # numba not loaded: both ran the numpy passes, and the ratio
+            # measures the noise between fresh processes.
+            out.append((f"first call, {label}: numba / no numba", ratio))
+    if not HAVE_NUMBA:
+        print("  numba is not installed: no compiled loops to compare")
+        return out
+    X, y, base, clf = _model(n, n_features, 1.0)
+    P = base.predict_proba(X)
+    gen = np.random.default_rng(0)
+    with _numba_mode("1"):
+        perturb_proba(P, DEFAULT_SCALE, gen)  # loads the compiled loops
+    wall, _, _ = _interleaved(
+        {
+            "compiled": _in_mode(lambda: perturb_proba(P, DEFAULT_SCALE, gen), "1"),
+            "numpy passes": _in_mode(lambda: perturb_proba(P, DEFAULT_SCALE, gen), "0"),
+        },
+        repeat,
+    )
+    ratio = float(np.median(wall["compiled"] / wall["numpy passes"]))
+    print(
+        f"  loaded compiled loops / numpy passes, perturb_proba of {n:,d} rows: "
+        f"{ratio:.2f} (median of {repeat} paired rounds; target <= 1)"
+    )
+    out.append(("steady: compiled / numpy passes", ratio, 1.0))
+    return out
+
+
 def rows(full=False):
     """``predict_proba`` of PerturbedClassifier vs its LogisticRegression
     (the peer: ratio - 1 is the overhead of isolated calls, target < 0.2),
@@ -287,7 +499,7 @@ def rows(full=False):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from _common import peak_mb, race, row
 
-    from skcalib._backend.sech_compiled import HAVE_NUMBA
+    from skcalib._backend.sech.compiled import HAVE_NUMBA
 
     n_rows, n_features = (10**6, 20) if full else (2 * 10**5, 20)
     out = []
@@ -376,17 +588,30 @@ if __name__ == "__main__":
         default=OLD_REV,
         help="revision whose sampler is timed alongside ('' to skip)",
     )
+    parser.add_argument("--skip-targets", action="store_true")
+    parser.add_argument("--skip-details", action="store_true")
     parser.add_argument("--skip-table", action="store_true")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        old = None
-        if args.old_rev:
-            try:
-                old = _old_package(args.old_rev, tmp)
-                old.rev = args.old_rev
-                importlib.import_module("skcalib_old.perturbation")
-            except (OSError, subprocess.CalledProcessError) as exc:
-                print(f"old sampler unavailable ({exc}); timing the current one")
-        bench_overhead(args.rows, args.features, args.repeat, old)
+    if not args.skip_targets:
+        results = bench_targets(n_features=args.features)
+        print("\nsummary of the targets (value, target):")
+        for label, value, *target in results:
+            if target:
+                mark = "ok" if value <= target[0] else "MISSED"
+                print(f"  {label:<62} {value:7.3f}  <= {target[0]:<5} {mark}")
+            else:
+                print(f"  {label:<62} {value:7.3f}  (numba not loaded: same path)")
+        print()
+    if not args.skip_details:
+        with tempfile.TemporaryDirectory() as tmp:
+            old = None
+            if args.old_rev:
+                try:
+                    old = _old_package(args.old_rev, tmp)
+                    old.rev = args.old_rev
+                    importlib.import_module("skcalib_old.perturbation")
+                except (OSError, subprocess.CalledProcessError) as exc:
+                    print(f"old sampler unavailable ({exc}); timing the current one")
+            bench_overhead(args.rows, args.features, args.repeat, old)
     if not args.skip_table:
         bench_bound_table()

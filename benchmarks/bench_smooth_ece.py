@@ -1,9 +1,17 @@
 """SmoothECE speed and memory: skcalib vs relplot vs the np.bincount floor.
 
 Run: python benchmarks/bench_smooth_ece.py [--max-n 1e7] [--repeat 3]
+[--first-call-sizes 1e6,1e7]
 
 All timings in one table are measured in the same run, interleaved, and the
 best of ``--repeat`` runs is reported (the machine may be shared).
+
+The first table is the first call of a fresh process (median of three
+processes) and the steady state after it, for each path that numba can
+compile (the binning of binary smECE; the top-label reduction and binning
+of multiclass smECE), without numba (the default install), with numba under
+skcalib's default rule (its loops are loaded only by a call that repays
+their loading) and with ``SKCALIB_NUMBA=1`` (loaded at first use).
 """
 
 import argparse
@@ -15,7 +23,7 @@ import tracemalloc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import peak_mb, race, row  # noqa: E402
+from _common import first_calls, peak_mb, print_first_calls, race, row  # noqa: E402
 
 from skcalib.metrics import smooth_calibration_curve, smooth_ece  # noqa: E402
 
@@ -47,6 +55,41 @@ def make_multiclass(n, K=10, seed=0):
     Q /= Q.sum(axis=1, keepdims=True)
     y = (Q.cumsum(axis=1) > rng.uniform(size=(n, 1))).argmax(axis=1)
     return y, P
+
+
+_SETUP = """
+import numpy as np
+from skcalib.metrics import smooth_ece
+rng = np.random.default_rng(0)
+n, K = {n}, 10
+p = rng.beta(2, 2, size=n)
+y = (rng.uniform(size=n) < p**1.5).astype(np.float64)
+if {multiclass}:
+    logits = 2.0 * rng.standard_normal((n, K))
+    P = np.exp(logits)
+    P /= P.sum(axis=1, keepdims=True)
+    y = rng.integers(0, K, size=n)
+"""
+
+# The paths numba can compile, as the public call that reaches each.
+FIRST_CALLS = {
+    "smECE, binary": (False, "smooth_ece(y, p)"),
+    "smECE, top-label, K = 10": (True, "smooth_ece(y, P)"),
+    "smECE, top-label logit, K = 10": (True, "smooth_ece(y, P, metric='logit')"),
+}
+
+
+def first_call_table(sizes, processes=3):
+    """First call and steady state of each compiled path, with and without
+    numba (see the module's docstring); returns the results by row."""
+    cases = {}
+    for n in sizes:
+        for label, (multiclass, call) in FIRST_CALLS.items():
+            setup = _SETUP.format(n=int(n), multiclass=multiclass)
+            row_label = f"{label}, n = {n:.0e}"
+            cases[row_label] = first_calls(setup, call, processes=processes)
+    print_first_calls("first call of a fresh process, and steady state", cases)
+    return cases
 
 
 def _three_bincounts(y, p):
@@ -132,6 +175,23 @@ def rows(full=False):
             note=note,
         )
     )
+    # The first call of a fresh process: with numba installed (the default
+    # rule) against the default install, where relplot's column stands.
+    for label, res in first_call_table([10**6], processes=1 if not full else 3).items():
+        out.append(
+            {
+                "work": f"first call, {label.split(', n =')[0]}",
+                "n": 10**6,
+                "skcalib_s": res["numba"]["first"],
+                "peer": "first call, no numba",
+                "peer_s": res["no numba"]["first"],
+                "floor": "",
+                "floor_s": None,
+                "peak_mb": res["numba"]["rss_mb"],
+                "note": "fresh process; numba "
+                + ("loaded" if res["numba"]["numba"] else "not loaded"),
+            }
+        )
     return out
 
 
@@ -140,7 +200,15 @@ def main():
     ap.add_argument("--max-n", type=float, default=1e7)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-relplot", action="store_true")
+    ap.add_argument(
+        "--first-call-sizes",
+        default="1e6",
+        help="sizes of the first-call table ('' to skip it)",
+    )
     args = ap.parse_args()
+    if args.first_call_sizes:
+        first_call_table([int(float(x)) for x in args.first_call_sizes.split(",")])
+        print()
     try:
         import relplot
     except ImportError:

@@ -76,7 +76,7 @@ sys.modules["numba"] = None
 sys.path.insert(0, {here!r})
 import importlib
 mod = importlib.import_module({name!r})
-import skcalib._backend.sech_compiled as c
+import skcalib._backend.sech.compiled as c
 assert not c.HAVE_NUMBA
 print("ROWS" + json.dumps(mod.rows({full!r})))
 """

@@ -22,6 +22,13 @@ SECTIONS = [
         "probabilities of a classifier.",
     ),
     (
+        "skcalib.losses",
+        "Losses",
+        "Differentiable twins of the metrics on NumPy, PyTorch and JAX arrays, "
+        "and PyTorch criteria for calibration-regularised training (see "
+        ":doc:`user_guide/training`).",
+    ),
+    (
         "skcalib.display",
         "Displays",
         "Plotting classes in the style of :class:`sklearn.metrics.RocCurveDisplay`.",
@@ -30,6 +37,12 @@ SECTIONS = [
         "skcalib.datasets",
         "Datasets",
         "Synthetic problems whose calibration error is known exactly.",
+    ),
+    (
+        "skcalib.spark",
+        "Spark and Arrow",
+        "Calibration statistics of Spark DataFrames and Arrow record batches "
+        "(see :doc:`user_guide/monitoring`).",
     ),
     (
         "skcalib.cli",

@@ -7,6 +7,7 @@ COURSE = [
     "plot_certify_perturbed.py",  # certify it
     "plot_perturbation_scale.py",  # tune the certificate
     "plot_multiclass_kde.py",  # more than two classes
+    "plot_kde_xe.py",  # train for calibration
     "plot_scaling.py",  # more data than memory
 ]
 

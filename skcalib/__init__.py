@@ -26,9 +26,19 @@ _LAZY = {
     "KernelRecalibrator": ".recalibration",
     "RecalibratedClassifier": ".recalibration",
 }
-# ``skcalib.display`` also loads on first access, keeping plotting imports out
-# of ``import skcalib``.
-_LAZY_SUBMODULES = ("display",)
+# The subpackages are attributes too (``import skcalib; skcalib.metrics``, as
+# ``import sklearn; sklearn.metrics``), each imported on first access, so that
+# ``import skcalib`` stays light.
+_SUBMODULES = (
+    "cli",
+    "datasets",
+    "display",
+    "metrics",
+    "perturbation",
+    "recalibration",
+    "losses",
+    "spark",
+)
 
 
 def __getattr__(name):
@@ -36,10 +46,11 @@ def __getattr__(name):
         value = getattr(_import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
-    if name in _LAZY_SUBMODULES:
+    if name in _SUBMODULES:
+        # importing a submodule binds it in this namespace
         return _import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_SUBMODULES))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))

@@ -1,9 +1,10 @@
 """Turn user input into canonical float64 arrays.
 
 This is the only module that parses ``y_true`` / ``y_proba`` / ``sample_weight``
-and the user-facing parameters shared by several public functions. Everything
-downstream (``skcalib._backend``, the metrics, estimators and displays) may
-assume the invariants documented on :class:`CalibrationData`.
+(and the other array inputs: groups, labels, a wrapped model's probabilities).
+Everything downstream (``skcalib._backend``, the metrics, estimators and
+displays) may assume the invariants documented on :class:`CalibrationData`.
+Scalar parameters have their rules in :mod:`skcalib._params`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from ._backend.score_grid import (
     off_grid,
 )
 from ._backend.top_label import scan_top_label, top_label_task
-from ._params import MAX_BOOTSTRAP as _MAX_BOOTSTRAP
-from ._params import Boolean, StrOptions, check_param
+from ._params import check_param
 
 __all__ = [
     "CalibrationData",
@@ -31,11 +31,7 @@ __all__ = [
     "binary_tasks",
     "check_probability_matrix",
     "check_sample_weight",
-    "check_option",
     "default_pos_label",
-    "check_int",
-    "check_real",
-    "check_random_generator",
 ]
 
 # Probabilities slightly outside [0, 1] (float round-off in a model's softmax)
@@ -44,6 +40,25 @@ PROBA_TOL = 1e-8
 # Rows of a probability matrix must sum to one within this tolerance; float32
 # softmax outputs over a few hundred classes drift by ~1e-6.
 ROW_SUM_TOL = 1e-5
+
+
+def proba_tolerances(y_proba, n_classes):
+    """``(value_tol, sum_tol)`` for probabilities given as ``y_proba``.
+
+    ``PROBA_TOL`` and ``ROW_SUM_TOL``, widened to the precision of a
+    low-precision input: one machine epsilon of its dtype for a value, and
+    ``n_classes`` of them for a row sum, which bounds the rounding of a
+    softmax computed and stored in that precision (float16 rows of 10
+    classes: off by up to 4.9e-4 measured, tolerance 9.8e-3).
+    """
+    try:
+        dtype = np.dtype(getattr(y_proba, "dtype", None))
+    except TypeError:  # not a numpy dtype (a tensor's, say)
+        return PROBA_TOL, ROW_SUM_TOL
+    if dtype.kind != "f":
+        return PROBA_TOL, ROW_SUM_TOL
+    eps = float(np.finfo(dtype).eps)
+    return max(PROBA_TOL, eps), max(ROW_SUM_TOL, n_classes * eps)
 
 
 @dataclass(frozen=True)
@@ -132,6 +147,9 @@ def _check_y_true(y_true, name="y_true", *, finite=True):
     if _is_pandas_like(y_true):
         y_true = y_true.to_numpy()
     y_true = np.asarray(y_true)
+    if y_true.dtype.kind == "c":
+        # scikit-learn's column_or_1d would print the whole array
+        raise ValueError(_COMPLEX.format(name))
     if y_true.ndim == 2 and y_true.shape[1] == 1:
         y_true = y_true[:, 0]
     if y_true.ndim != 1:
@@ -223,7 +241,8 @@ def _checked_values(arr, y_proba, name, scan):
     (sum_lo, sum_hi))`` (the row sums only for a matrix)."""
     lo, hi, sums = scan
     wide = arr.ndim == 2 and arr.shape[1] >= 2
-    if not (lo >= -PROBA_TOL and hi <= 1 + PROBA_TOL):
+    value_tol, sum_tol = proba_tolerances(y_proba, arr.shape[-1] if wide else 2)
+    if not (lo >= -value_tol and hi <= 1 + value_tol):
         _check_finite(arr, name)
         raise ValueError(
             f"{name} must contain probabilities in [0, 1]; found values in "
@@ -245,10 +264,10 @@ def _checked_values(arr, y_proba, name, scan):
             raise ValueError(
                 f"{name} must have at least 2 columns, got {arr.shape[1]}."
             )
-        if not (sums[1] - 1.0 <= ROW_SUM_TOL and 1.0 - sums[0] <= ROW_SUM_TOL):
+        if not (sums[1] - 1.0 <= sum_tol and 1.0 - sums[0] <= sum_tol):
             worst = int(np.argmax(np.abs(_row_sums(arr) - 1.0)))
             raise ValueError(
-                f"Rows of {name} must sum to 1 (tolerance {ROW_SUM_TOL:g}); "
+                f"Rows of {name} must sum to 1 (tolerance {sum_tol:g}); "
                 f"row {worst} "
                 f"sums to {arr[worst].sum():.8g}."
             )
@@ -293,34 +312,63 @@ def _row_sums(arr):
     return arr @ np.ones(arr.shape[1])
 
 
-def check_estimator_proba(proba, estimator, n_samples):
+def check_estimator_proba(proba, estimator, n_samples, *, row_sums=True):
     """Check what a wrapped estimator's ``predict_proba`` returned.
 
     It must be a probability matrix with one row per sample and one column per
-    class of ``estimator.classes_``; anything else is reported with the
-    estimator's name instead of failing later inside numpy.
+    class of ``estimator.classes_`` (without ``classes_``: one row per sample,
+    one or two dimensions), values in [0, 1] and rows summing to one; anything
+    else is reported with the estimator's name instead of failing later
+    inside numpy, or passing once clipped. ``row_sums=False`` leaves the row
+    sums, and NaN or infinity, to a caller that checks them in a pass of its
+    own.
+
+    Returns
+    -------
+    proba : ndarray
+        The float64 probabilities (clipped to [0, 1] within the tolerance).
     """
     name = _proba_name(estimator)
-    n_classes = len(estimator.classes_)
+    classes = getattr(estimator, "classes_", None)
     shape = np.shape(proba)
-    if shape != (n_samples, n_classes):
+    if classes is not None:
+        ok, expected = shape == (n_samples, len(classes)), (n_samples, len(classes))
+    else:
+        ok, expected = len(shape) in (1, 2) and shape[0] == n_samples, (n_samples,)
+    if not ok:
         raise ValueError(
             f"{name} returned an array of shape {shape}; expected "
-            f"({n_samples}, {n_classes}): one row per sample and one column per "
-            "class of classes_."
+            f"{expected}: one row per sample"
+            + (" and one column per class of classes_." if classes is not None else ".")
         )
-    return check_probability_array(proba, name=f"the output of {name}")
+    name = f"the output of {name}"
+    if row_sums:
+        return check_probability_array(proba, name=name)
+    arr = _float_array(proba, name, finite=False)
+    lo, hi, _ = _scan_probabilities(arr, wide=False)
+    value_tol, _ = proba_tolerances(proba, arr.shape[-1])
+    # NaN and infinity are left to the caller's row check, which names the row.
+    if (
+        np.isfinite(lo)
+        and np.isfinite(hi)
+        and not (lo >= -value_tol and hi <= 1 + value_tol)
+    ):
+        raise ValueError(
+            f"{name} must contain probabilities in [0, 1]; found values in "
+            f"[{lo:.6g}, {hi:.6g}]."
+        )
+    return arr
 
 
-def row_sum_error(proba, estimator):
+def row_sum_error(proba, estimator, tol=ROW_SUM_TOL):
     """The error for an estimator's probabilities whose rows do not all sum
-    to one (within ``ROW_SUM_TOL``) or that hold NaN, naming the worst row."""
+    to one (within ``tol``) or that hold NaN, naming the worst row."""
     proba = np.asarray(proba, dtype=np.float64)
     dev = np.abs(proba.sum(axis=1) - 1.0)
     worst = int(np.argmax(np.where(np.isnan(dev), np.inf, dev)))
     return ValueError(
         f"Rows of the output of {_proba_name(estimator)} must sum to 1 "
-        f"(tolerance {ROW_SUM_TOL:g}) and hold no NaN; row {worst} is "
+        f"(tolerance {tol:g}) and hold no NaN; row {worst} is "
         f"{np.array2string(proba[worst], threshold=6, precision=8)}."
     )
 
@@ -431,12 +479,6 @@ def check_groups(groups, n_samples):
     return groups, names, index.reshape(-1)
 
 
-def check_option(name, value, allowed):
-    """``value`` if it is one of the strings ``allowed`` (the rule and message
-    of :class:`skcalib._params.StrOptions`)."""
-    return check_param(name, value, StrOptions(*allowed))
-
-
 def _unique_labels(y_true, summary=None):
     """``np.unique`` with a sort-free path for numeric two-class labels.
 
@@ -545,18 +587,6 @@ def _class_index(classes, y_true):
     return np.searchsorted(classes, y_true)
 
 
-def check_pos_label(pos_label):
-    """A positive label is one scalar: a number, a bool or a string."""
-    if pos_label is not None and not isinstance(
-        pos_label, (numbers.Number, str, bytes, np.generic)
-    ):
-        raise TypeError(
-            "pos_label must be a single label (a number, a bool or a string); "
-            f"got {pos_label!r}."
-        )
-    return pos_label
-
-
 def _resolve_classes(y_true, labels, summary=None):
     try:
         present = _unique_labels(y_true, summary)
@@ -630,7 +660,7 @@ def check_calibration_inputs(
     -------
     CalibrationData
     """
-    check_pos_label(pos_label)
+    check_param("pos_label", pos_label)
     y_true = _check_y_true(y_true, finite=False)
     # the extremes and the two-label test of numeric labels in one read; NaN
     # and infinity are seen in the extremes
@@ -736,7 +766,7 @@ def _checked_top_label(arr, y_proba, y_idx):
     of ``y_proba``) and reduce it to its top-label problem in the same read:
     ``(checked matrix, (correct, conf))``."""
     correct, conf, lo, hi, sum_lo, sum_hi = scan_top_label(
-        arr, y_idx, tol=(PROBA_TOL, ROW_SUM_TOL)
+        arr, y_idx, tol=proba_tolerances(y_proba, arr.shape[1])
     )
     checked = _checked_values(arr, y_proba, "y_proba", (lo, hi, (sum_lo, sum_hi)))
     if not np.may_share_memory(checked, arr):
@@ -874,90 +904,6 @@ def binary_tasks(data, multi_class, *, unit_as_none=False):
     )
 
 
-def check_int(value, name, *, min_val=None, max_val=None):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}.")
-    if min_val is not None and value < min_val:
-        raise ValueError(f"{name} must be >= {min_val}, got {value}.")
-    if max_val is not None and value > max_val:
-        raise ValueError(f"{name} must be <= {max_val}, got {value}.")
-    return int(value)
-
-
-def check_real(
-    value,
-    name,
-    *,
-    low=None,
-    high=None,
-    include_low=True,
-    include_high=True,
-    allow_inf=False,
-):
-    """``value`` as a float in range; NaN, and inf unless allowed, rejected."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}.")
-    value = float(value)
-    if np.isnan(value) or (np.isinf(value) and not allow_inf):
-        raise ValueError(f"{name} must be finite, got {value}.")
-    if low is not None and (value < low or (value == low and not include_low)):
-        op = ">=" if include_low else ">"
-        raise ValueError(f"{name} must be {op} {low}, got {value}.")
-    if high is not None and (value > high or (value == high and not include_high)):
-        op = "<=" if include_high else "<"
-        raise ValueError(f"{name} must be {op} {high}, got {value}.")
-    return value
-
-
-# The largest bootstrap (declared with the other size limits in _params).
-MAX_BOOTSTRAP = _MAX_BOOTSTRAP
-
-
-def check_random_generator(random_state):
-    """A ``numpy.random.Generator`` from ``None``, an int, a Generator or a RandomState.
-
-    Never touches the global numpy RNG.
-    """
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None:
-        return np.random.default_rng()
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(
-            random_state.randint(0, 2**32 - 1, dtype=np.uint64)
-        )
-    if isinstance(random_state, numbers.Integral) and not isinstance(
-        random_state, bool
-    ):
-        if random_state < 0:
-            raise ValueError(
-                f"random_state must be a non-negative integer; got {random_state}."
-            )
-        return np.random.default_rng(int(random_state))
-    raise TypeError(
-        "random_state must be None, an int, a numpy Generator or a RandomState; "
-        f"got {random_state!r}."
-    )
-
-
-# Smallest perturbation scale of a certified bound: its constants 1/(2h) and
-# 3/(2h^2) must stay finite (h^2 underflows below about 1e-154).
-MIN_BOUND_SCALE = 1e-100
-# Largest stream position (positions are hashed as 64-bit integers).
-MAX_STREAM_POSITION = 2**62
-
-
-def check_bound_scale(perturbation_scale, name="perturbation_scale"):
-    """The sech perturbation scale ``h`` of a certified bound."""
-    h = check_real(perturbation_scale, name, low=0.0, include_low=False)
-    if h < MIN_BOUND_SCALE:
-        raise ValueError(
-            f"{name} must be >= {MIN_BOUND_SCALE:g} (the bound's smoothness "
-            f"constants grow as 1/h^2), got {h}."
-        )
-    return h
-
-
 def check_perturbed_scores(s, method, name="y_proba"):
     """Refuse scores that the sech perturbation cannot have produced.
 
@@ -1006,27 +952,6 @@ def check_perturbed_spread(s_sorted, scale, method, name="y_proba"):
             "them with skcalib.perturb_proba or PerturbedClassifier at "
             "perturbation_scale, or use method='tv'."
         )
-
-
-# One cell of the finest grid the Gaussian smoothers use (1 / grid.FINE_M,
-# kept in step by a test): a narrower kernel is not resolved by it.
-MIN_SIGMA = 2.0**-16
-
-
-def check_sigma(sigma, name="sigma", *, minimum=MIN_SIGMA):
-    """A kernel bandwidth in [``minimum``, 1].
-
-    ``minimum`` is one step of the finest smoothing grid, in the units of
-    ``sigma`` (``MIN_SIGMA`` on [0, 1]); a kernel narrower than that is not
-    resolved by the grid.
-    """
-    sigma = check_real(sigma, name, low=0.0, high=1.0, include_low=False)
-    if sigma < minimum:
-        raise ValueError(
-            f"{name} must be >= {minimum:.3g} (one step of the finest smoothing "
-            f"grid), got {sigma}."
-        )
-    return sigma
 
 
 def check_label_chunk(y_true):
@@ -1119,84 +1044,6 @@ def encode_class_labels(y, *, name="y"):
     return classes, index.astype(np.intp)
 
 
-def check_bool(value, name):
-    """``bool(value)`` if it is a Python or numpy bool (the rule
-    :class:`skcalib._params.Boolean`); an error naming it otherwise."""
-    return bool(check_param(name, value, Boolean()))
-
-
-def check_n_bins(n_bins, n_samples):
-    """``n_bins``: a positive int (at most ``MAX_BINS``) or ``"cbrt"``
-    (``ceil(n_samples ** (1/3))``, ``n_samples`` counting rows of positive
-    weight)."""
-    if isinstance(n_bins, str):
-        if n_bins != "cbrt":
-            raise ValueError(
-                f"n_bins must be a positive integer or 'cbrt'; got {n_bins!r}."
-            )
-        return max(1, int(np.ceil(n_samples ** (1 / 3))))
-    return int(check_param("n_bins", n_bins))
-
-
-def check_binned_options(norm, debias, root, return_details=False):
-    """Options of the binned calibration error: ``norm`` and its L2-only flags
-    (``debias=True`` and ``root=False`` mean something for ``norm="l2"`` only)."""
-    check_option("norm", norm, ("l1", "l2", "max"))
-    check_bool(return_details, "return_details")
-    for flag, value, meaningful in (
-        ("debias", debias, True),
-        ("root", root, False),
-    ):
-        if check_bool(value, flag) == meaningful and norm != "l2":
-            raise ValueError(
-                f"{flag}={meaningful} is only defined for norm='l2'; got norm={norm!r}."
-            )
-
-
-def check_seed_sequence(random_state):
-    """A ``numpy.random.SeedSequence`` drawn from a user ``random_state``.
-
-    Parallel work spawns one child per task from it, so results do not depend
-    on ``n_jobs``. The global numpy RNG is never touched.
-    """
-    rng = check_random_generator(random_state)
-    return np.random.SeedSequence([int(x) for x in rng.integers(0, 2**32, size=4)])
-
-
-def check_kde_options(p, bandwidth, multi_class, debias, root, chunk_size, n_jobs):
-    """Options of the ECE-KDE estimate; returns ``(p, bandwidth, debias)``.
-
-    ``bandwidth`` is ``"mle"``, ``"risk"`` or a positive float; ``debias="auto"``
-    means ``p == 2``, and ``debias=True`` needs ``p == 2``.
-    """
-    p = check_real(p, "p", low=1.0)
-    if isinstance(bandwidth, str):
-        bandwidth = check_option("bandwidth", bandwidth, ("mle", "risk"))
-    elif isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
-        raise TypeError(
-            f"bandwidth must be 'mle', 'risk' or a positive float; got {bandwidth!r}."
-        )
-    else:
-        bandwidth = check_real(bandwidth, "bandwidth", low=0.0, include_low=False)
-    check_option("multi_class", multi_class, ("canonical", "classwise", "top-label"))
-    if isinstance(debias, str):
-        if debias != "auto":
-            raise ValueError(f"debias must be 'auto', True or False; got {debias!r}.")
-        debias = p == 2
-    elif not isinstance(debias, (bool, np.bool_)):
-        raise TypeError(f"debias must be 'auto', True or False; got {debias!r}.")
-    elif debias and p != 2:
-        raise ValueError(
-            f"debias=True needs p=2 (the U-statistic exists for the squared error "
-            f"only); got p={p:g}."
-        )
-    check_bool(root, "root")
-    if chunk_size is not None:
-        check_int(chunk_size, "chunk_size", min_val=1)
-    check_n_jobs(n_jobs)
-    return p, bandwidth, bool(debias)
-
-
 def check_cv_splits(cv, X, y, groups=None, **split_params):
     """The ``(train, test)`` index pairs of ``cv`` (as ``sklearn.model_selection
     .check_cv`` with ``classifier=True``), with errors that name ``cv``."""
@@ -1211,13 +1058,6 @@ def check_cv_splits(cv, X, y, groups=None, **split_params):
     if not splits:
         raise ValueError(f"cv={cv!r} gives no splits.")
     return splits
-
-
-def check_n_jobs(n_jobs):
-    """``None`` or a nonzero integer (joblib's convention: -1 = all cores)."""
-    if n_jobs is None:
-        return None
-    return check_param("n_jobs", n_jobs)
 
 
 def as_probability_columns(X):
@@ -1271,6 +1111,11 @@ def check_column_labels(y, n_samples, n_columns, *, name="y"):
         )
     if present.shape[0] == n_columns:
         return present, index
+    if present.dtype.kind == "O" and all(
+        isinstance(v, numbers.Integral) for v in present
+    ):
+        # integers held as objects (a pandas object column) are integers
+        present = present.astype(np.int64)
     if (
         present.shape[0] < n_columns
         and present.dtype.kind in "biuf"
@@ -1302,7 +1147,8 @@ def _column_or_1d(y, *, warn=False):
 
 def _refuse_text(x, name):
     # numpy and check_array would parse "0.3" as a number: text is a mistake
-    # about the column, not a probability.
+    # about the column, not a probability. check_array would print a whole
+    # complex array in its message.
     kind = getattr(getattr(x, "dtype", None), "kind", None)
     if kind is None and not hasattr(x, "__array__"):
         kind = np.asarray(x, dtype=object).dtype.kind
@@ -1313,6 +1159,11 @@ def _refuse_text(x, name):
         values = ()
     if kind in ("U", "S") or any(isinstance(v, (str, bytes)) for v in values):
         raise ValueError(f"{name} must be numeric probabilities, got text values.")
+    if kind == "c" or any(isinstance(v, complex) for v in values):
+        raise ValueError(_COMPLEX.format(name))
+
+
+_COMPLEX = "{} holds complex numbers; labels, probabilities and weights are real."
 
 
 def _float_array(x, name, *, copy=False, finite=True):
@@ -1368,3 +1219,321 @@ def _check_finite(arr, name):
         raise ValueError(
             f"Input {name} contains infinity or a value too large for {arr.dtype!r}."
         )
+
+
+# ---------------------------------------------------------------------------
+# Array-API inputs: the losses, and the metrics under array_api_dispatch
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArrayAPIData:
+    """Canonical form of a calibration problem held in an array-API namespace.
+
+    Attributes
+    ----------
+    kind : {"binary", "multiclass"}
+    classes : ndarray of shape (n_classes,)
+        The class labels (on the host).
+    y : array of shape (n_samples,)
+        Binary: indicator of the positive class, in the dtype of ``proba``.
+        Multiclass: int64 index into ``classes``.
+    proba : array
+        Binary: shape (n_samples,), probability of the positive class.
+        Multiclass: shape (n_samples, n_classes), rows summing to one.
+    sample_weight : array of shape (n_samples,) or None
+        The checked weights, or None when none were given.
+    xp : namespace
+    device : object
+        Device of the arrays.
+    checked : bool
+        The values were checked (not under a JAX trace, whose values are
+        unknown until the traced function runs; the shapes always are).
+    """
+
+    kind: str
+    classes: np.ndarray
+    y: object
+    proba: object
+    sample_weight: object
+    xp: object
+    device: object
+    checked: bool = True
+
+    @property
+    def unit_weight(self):
+        return self.sample_weight is None
+
+    @property
+    def n_samples(self):
+        return self.proba.shape[0]
+
+
+def array_namespace_of(y_proba, caller):
+    """``(xp, device, y_proba)`` of the probabilities given to ``caller``.
+
+    Any array of a supported namespace (NumPy, PyTorch, JAX,
+    array-api-strict), whatever scikit-learn's ``array_api_dispatch`` says;
+    a list or other array-like becomes a NumPy array. Other namespaces
+    raise a ``TypeError`` that names them.
+    """
+    from sklearn.externals.array_api_compat import array_namespace, device
+
+    from ._backend.array_api.namespace import check_supported
+
+    if y_proba is None:
+        raise ValueError("y_proba must not be None.")
+    try:
+        xp = array_namespace(y_proba)
+    except TypeError:
+        y_proba = check_probability_array(y_proba, scan=False)
+        xp = array_namespace(y_proba)
+    check_supported(xp, caller)
+    return xp, device(y_proba), y_proba
+
+
+def _as_namespace(x, xp, device, name):
+    """``x`` (of any namespace, or array-like) as an array of ``xp`` on ``device``."""
+    from sklearn.externals.array_api_compat import array_namespace
+    from sklearn.externals.array_api_compat import device as device_of
+
+    from ._backend.array_api.namespace import from_numpy, to_numpy
+
+    try:
+        own = array_namespace(x)
+    except TypeError:
+        if _is_pandas_like(x):
+            x = x.to_numpy()
+        x = np.asarray(x)
+        if x.dtype.kind not in "biuf":
+            raise TypeError(
+                f"{name} must hold numbers when y_proba is an array of "
+                f"{xp.__name__}; got dtype {x.dtype}."
+            ) from None
+        return from_numpy(x, xp, device)
+    # A JAX array being traced has no device (None): it stays where it is.
+    if own is xp and (device is None or device_of(x) == device):
+        return x
+    return from_numpy(to_numpy(x, own), xp, device)
+
+
+def _xp_float_dtype(arr, xp, name):
+    """A real floating array: integer and boolean input become float64."""
+    if xp.isdtype(arr.dtype, "real floating"):
+        return arr
+    if xp.isdtype(arr.dtype, ("integral", "bool")):
+        return xp.astype(arr, xp.float64)
+    raise TypeError(f"{name} must be numeric probabilities; got dtype {arr.dtype}.")
+
+
+def check_array_api_probabilities(y_proba, xp):
+    """The checks of :func:`check_probability_array` in the namespace ``xp``.
+
+    Returns the probabilities (values in ``[-1e-8, 0)`` or ``(1, 1 + 1e-8]``
+    clipped, by a new array) and whether their values could be read.
+    """
+    from ._backend.array_api.namespace import detach, has_values
+
+    name = "y_proba"
+    arr = _xp_float_dtype(y_proba, xp, name)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim > 2:
+        # the words of scikit-learn's check_array, as for NumPy input
+        raise ValueError(
+            f"{name} must be array-like of numbers: Found array with dim "
+            f"{arr.ndim}, while dim <= 2 is required."
+        )
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must be 1-D or 2-D, got 0 dimensions.")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty; at least one sample is required.")
+    if not has_values(arr):
+        return arr, False
+    # The checks read values only: no autograd graph for them.
+    values = detach(arr, xp)
+    lo, hi = float(xp.min(values)), float(xp.max(values))
+    if not (lo >= -PROBA_TOL and hi <= 1 + PROBA_TOL):
+        if not bool(xp.all(xp.isfinite(values))):
+            what = "NaN" if bool(xp.any(xp.isnan(values))) else "infinity"
+            raise ValueError(f"Input {name} contains {what}.")
+        raise ValueError(
+            f"{name} must contain probabilities in [0, 1]; found values in "
+            f"[{lo:.6g}, {hi:.6g}]."
+        )
+    if lo < 0 or hi > 1:
+        arr = xp.clip(arr, 0.0, 1.0)
+    if arr.ndim == 2:
+        sums = xp.sum(xp.clip(values, 0.0, 1.0), axis=1)
+        gap = xp.abs(sums - 1.0)
+        if float(xp.max(gap)) > ROW_SUM_TOL:
+            worst = int(xp.argmax(gap))
+            raise ValueError(
+                f"Rows of {name} must sum to 1 (tolerance {ROW_SUM_TOL:g}); "
+                f"row {worst} sums to {float(sums[worst]):.8g}."
+            )
+    return arr, True
+
+
+def check_array_api_weights(sample_weight, n_samples, xp, device, *, checked=True):
+    """The checks of :func:`check_sample_weight` in the namespace ``xp``
+    (None stays None: unit weights)."""
+    name = "sample_weight"
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Number):
+        sample_weight = np.full(n_samples, sample_weight, dtype=np.float64)
+    from ._backend.array_api.namespace import detach
+
+    w = _xp_float_dtype(_as_namespace(sample_weight, xp, device, name), xp, name)
+    w = detach(w, xp)
+    if w.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {tuple(w.shape)}.")
+    if w.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {w.shape[0]} elements but there are {n_samples} samples."
+        )
+    if not checked:
+        return w
+    if not bool(xp.all(xp.isfinite(w))):
+        what = "NaN" if bool(xp.any(xp.isnan(w))) else "infinity"
+        raise ValueError(f"Input {name} contains {what}.")
+    low = float(xp.min(w))
+    if low < 0:
+        raise ValueError(f"{name} must be non-negative; found {low:.6g}.")
+    total = float(xp.sum(w))
+    if not total > 0:
+        raise ValueError(f"{name} must have a positive sum; all weights are zero.")
+    if not np.isfinite(total):
+        raise ValueError(
+            f"{name} sums to infinity in double precision; rescale the weights."
+        )
+    return w
+
+
+def _xp_labels(y_true, xp, device):
+    """``y_true`` as a non-empty 1-D array of ``xp`` on ``device``."""
+    if y_true is None:
+        raise ValueError("y_true must not be None.")
+    y = _as_namespace(y_true, xp, device, "y_true")
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(
+            "y_true must be a 1-D array of labels, got an array of shape "
+            f"{tuple(y.shape)}."
+        )
+    if y.shape[0] == 0:
+        raise ValueError("y_true is empty; at least one sample is required.")
+    return y
+
+
+def check_array_api_inputs(
+    y_true,
+    y_proba,
+    *,
+    sample_weight=None,
+    pos_label=None,
+    labels=None,
+    class_indices=False,
+    caller,
+):
+    """:func:`check_calibration_inputs` for arrays of an array-API namespace.
+
+    The namespace and device are those of ``y_proba``; ``y_true`` and
+    ``sample_weight`` are brought to them. The probabilities and weights
+    are checked in their namespace (the same rules and messages as for
+    NumPy input).
+
+    With ``class_indices=True`` (the losses) ``y_true`` holds class indices:
+    integers (or integral floats, or booleans) in ``[0, n_classes)``, with
+    ``{0, 1}`` for a 1-D ``y_proba`` (the probability of class 1); a batch
+    may lack classes. Otherwise the labels are any numbers or booleans,
+    resolved with ``labels`` and ``pos_label`` by the rules (and errors) of
+    :func:`check_calibration_inputs`, which reads their distinct values
+    only (on the host).
+
+    Returns
+    -------
+    ArrayAPIData
+    """
+    from ._backend.array_api.namespace import has_values, to_numpy
+
+    check_param("pos_label", pos_label)
+    xp, device, y_proba = array_namespace_of(y_proba, caller)
+    # the order of the NumPy checks: labels, probabilities, lengths, weights
+    y = _xp_labels(y_true, xp, device)
+    proba, checked = check_array_api_probabilities(y_proba, xp)
+    n = proba.shape[0]
+    if y.shape[0] != n:
+        raise ValueError(
+            f"y_true and y_proba have inconsistent numbers of samples: "
+            f"{y.shape[0]} and {n}."
+        )
+    checked = checked and has_values(y)
+    weight = check_array_api_weights(sample_weight, n, xp, device, checked=checked)
+    n_columns = proba.shape[1] if proba.ndim == 2 else 2
+    if class_indices:
+        kind = "multiclass" if n_columns > 2 else "binary"
+        y = _check_class_indices(y, n_columns, proba.ndim, xp, checked)
+        classes = np.arange(n_columns)
+        if kind == "binary":
+            if proba.ndim == 2:
+                proba = proba[:, 1]
+            y = xp.astype(y == 1, proba.dtype)
+        return ArrayAPIData(kind, classes, y, proba, weight, xp, device, checked)
+    if not xp.isdtype(y.dtype, ("integral", "bool", "real floating")):
+        raise TypeError(f"y_true must hold numeric or boolean labels; got {y.dtype}.")
+    present = to_numpy(xp.unique_values(y), xp)
+    # The label rules (and their errors) of the NumPy inputs, on the distinct
+    # labels with placeholder probabilities of the same shape.
+    stub_shape = (present.shape[0],) + tuple(proba.shape[1:])
+    width = proba.shape[1] if proba.ndim == 2 else 2
+    parsed = check_calibration_inputs(
+        present, np.full(stub_shape, 1.0 / width), pos_label=pos_label, labels=labels
+    )
+    classes = parsed.classes
+    if parsed.kind == "multiclass":
+        order = np.argsort(classes, kind="stable")
+        ordered = xp.asarray(classes[order], dtype=y.dtype, device=device)
+        position = xp.searchsorted(ordered, y)
+        index = xp.take(xp.asarray(order, device=device), position, axis=0)
+        y = xp.astype(index, xp.int64)
+        return ArrayAPIData(
+            "multiclass", classes, y, proba, weight, xp, device, checked
+        )
+    positive = parsed.pos_label
+    positive = positive.item() if isinstance(positive, np.generic) else positive
+    if proba.ndim == 2:
+        column = int(np.flatnonzero(_label_equal(classes, positive))[0])
+        proba = proba[:, column]
+    y = xp.astype(y == positive, proba.dtype)
+    return ArrayAPIData("binary", classes, y, proba, weight, xp, device, checked)
+
+
+def _check_class_indices(y, n_columns, proba_ndim, xp, checked):
+    """Integer class indices in ``[0, n_columns)``, as int64."""
+    if xp.isdtype(y.dtype, "bool"):
+        return xp.astype(y, xp.int64)
+    integral = xp.isdtype(y.dtype, "integral")
+    if not integral and not xp.isdtype(y.dtype, "real floating"):
+        raise TypeError(f"y_true must hold integer class indices; got {y.dtype}.")
+    if checked:
+        if not integral:
+            if not bool(xp.all(xp.isfinite(y))):
+                raise ValueError("y_true contains NaN or infinity.")
+            if not bool(xp.all(y == xp.round(y))):
+                raise ValueError(
+                    "y_true must hold integer class indices; found non-integer values."
+                )
+        lo, hi = int(xp.min(y)), int(xp.max(y))
+        if lo < 0 or hi >= n_columns:
+            what = (
+                "0/1 labels (y_proba is the probability of class 1)"
+                if proba_ndim == 1
+                else f"class indices in [0, {n_columns}) (the columns of y_proba)"
+            )
+            raise ValueError(
+                f"y_true must hold {what}; found labels from {lo} to {hi}."
+            )
+    return xp.astype(y, xp.int64)

@@ -27,9 +27,8 @@ from scipy.special import expit, logit
 from sklearn.utils import Bunch
 
 from ._backend.kernels import _sech, sech_normalizer
-from ._backend.sech_sampler import sech_sample
-from ._params import check_param
-from ._validation import check_option, check_random_generator
+from ._backend.sech.sampler import sech_sample
+from ._params import ArrayLike, StrOptions, check_random_generator, validate_params
 
 __all__ = [
     "PROBLEMS",
@@ -65,15 +64,15 @@ _GL_NODES = 8
 _SECH_REACH = 40.0
 
 
-def _check_problem(problem):
-    return check_option("problem", problem, PROBLEMS)
+# The rules of the datasets' own parameters (the others are in RULES; the
+# lower end of the perturbation scale is also where the quadrature, panels
+# no wider than the scale so memory growing as its inverse, stops resolving
+# the kernel).
+_RULES = {"problem": StrOptions(*PROBLEMS), "s": ArrayLike()}
 
 
-def _check_scale(perturbation_scale):
-    # The rule's lower end is also where the quadrature (panels no wider than
-    # the scale, so memory growing as its inverse) stops resolving the kernel.
-    h = check_param("perturbation_scale", perturbation_scale)
-    return None if h is None else float(h)
+def _scale(perturbation_scale):
+    return None if perturbation_scale is None else float(perturbation_scale)
 
 
 def _panels(width):
@@ -171,6 +170,7 @@ def _perturbed_values(s, problem, h):
     return q.reshape(s.shape), eta.reshape(s.shape)
 
 
+@validate_params(**_RULES)
 def calibration_function(s, *, problem="u2", perturbation_scale=None):
     """Calibration function ``η(s) = P(y = 1 | score = s)`` of a problem.
 
@@ -195,8 +195,7 @@ def calibration_function(s, *, problem="u2", perturbation_scale=None):
     >>> calibration_function([0.5], problem="u2")
     array([0.25])
     """
-    _check_problem(problem)
-    h = _check_scale(perturbation_scale)
+    h = _scale(perturbation_scale)
     s = np.asarray(s, dtype=np.float64)
     if not np.all((s >= 0.0) & (s <= 1.0)):  # also catches NaN
         raise ValueError("s must hold scores in [0, 1] (no NaN).")
@@ -205,6 +204,7 @@ def calibration_function(s, *, problem="u2", perturbation_scale=None):
     return _perturbed_values(s, problem, h)[1]
 
 
+@validate_params(**_RULES)
 def score_density(s, *, problem="u2", perturbation_scale=None):
     """Density of the (perturbed) score on [0, 1].
 
@@ -229,8 +229,7 @@ def score_density(s, *, problem="u2", perturbation_scale=None):
     >>> score_density([0.2, 0.7])
     array([1., 1.])
     """
-    _check_problem(problem)
-    h = _check_scale(perturbation_scale)
+    h = _scale(perturbation_scale)
     s = np.asarray(s, dtype=np.float64)
     if np.isnan(s).any():
         raise ValueError("s must not contain NaN.")
@@ -239,6 +238,7 @@ def score_density(s, *, problem="u2", perturbation_scale=None):
     return np.where((s >= 0) & (s <= 1), _perturbed_values(s, problem, h)[0], 0.0)
 
 
+@validate_params(**_RULES)
 def true_calibration_error(problem="u2", *, perturbation_scale=None):
     """Exact L1 calibration error ``E|s - η(s)|`` of a problem, by quadrature.
 
@@ -265,8 +265,7 @@ def true_calibration_error(problem="u2", *, perturbation_scale=None):
     >>> round(true_calibration_error("u2"), 6)  # ∫ (u - u²) du = 1/6
     0.166667
     """
-    _check_problem(problem)
-    h = _check_scale(perturbation_scale)
+    h = _scale(perturbation_scale)
     return _true_ce(problem, h)
 
 
@@ -279,6 +278,7 @@ def _true_ce(problem, h):
     return float(np.sum(weights * q * np.abs(nodes - eta)))
 
 
+@validate_params(**_RULES)
 def make_calibration_problem(
     n_samples, *, problem="u2", perturbation_scale=None, random_state=None
 ):
@@ -325,9 +325,7 @@ def make_calibration_problem(
     >>> d.y_proba.shape, round(d.calibration_error, 4)
     ((1000,), 0.1667)
     """
-    n_samples = check_param("n_samples", n_samples)
-    _check_problem(problem)
-    h = _check_scale(perturbation_scale)
+    h = _scale(perturbation_scale)
     rng = check_random_generator(random_state)
     f = rng.random(n_samples)
     y = (rng.random(n_samples) < _ETA[problem](f)).astype(np.int64)

@@ -27,8 +27,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._backend import perturbation as _backend
 from ._backend.progress import Progress
+from ._backend.sech import perturbation as _backend
 from ._backend.user_warning import record_warnings, warn_once_each
 from ._meta import (
     align_proba_columns,
@@ -37,13 +37,19 @@ from ._meta import (
     estimator_router,
     route_fit_params,
 )
-from ._params import NoneOr, StrOptions, validate_params
-from ._validation import (
-    ROW_SUM_TOL,
-    check_cv_splits,
-    check_probability_array,
+from ._params import (
+    RULES,
+    InvalidParameterError,
+    check_estimator_params,
+    check_param,
     check_random_generator,
-    check_real,
+    validate_params,
+)
+from ._validation import (
+    check_cv_splits,
+    check_estimator_proba,
+    check_probability_array,
+    proba_tolerances,
     row_sum_error,
 )
 
@@ -57,16 +63,8 @@ __all__ = [
 DEFAULT_SCALE = 2.0**-6
 
 
-# Subnormal scales overflow ``1 / h``; at any scale below this one the noise
-# is far below the resolution of a double near any probability anyway.
-MIN_SCALE = 1e-300
-
-
-def _check_scale(scale, name="scale"):
-    return check_real(scale, name, low=MIN_SCALE, high=1.0)
-
-
-def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
+@validate_params()
+def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=None):
     """Perturb predicted probabilities with the truncated sech kernel.
 
     The perturbation of :class:`PerturbedClassifier`, for probabilities that
@@ -88,12 +86,21 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
         probability of the positive class; rows of a matrix sum to one. Not
         modified.
     scale : float, default=2**-6
-        Kernel scale ``h`` in (0, 1]; see :func:`select_perturbation_scale`.
+        Kernel scale ``h`` in [2**-16, 1]; see :func:`select_perturbation_scale`.
     random_state : int, numpy Generator, RandomState or None, default=None
         Source of the noise. An int gives the same draws at every call, and
         the draws :class:`PerturbedClassifier` with the same ``random_state``
         makes for the same probabilities; ``None`` gives fresh noise; a
         Generator is advanced.
+    n_jobs : int, default=None
+        Threads that draw the noise and add it, the calling one included
+        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
+        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
+        sets one, else up to four threads, no more than the usable CPUs and
+        than any native thread pool is allowed
+        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
+        thread everything is drawn in the calling thread. The output does not
+        depend on it.
 
     Returns
     -------
@@ -137,9 +144,8 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None):
     array([[0.72718436, 0.1818771 , 0.09093855]])
     """
     y = check_probability_array(y_proba, name="y_proba")
-    scale = _check_scale(scale)
     rng = check_random_generator(random_state)
-    out = _backend.perturb_proba(y, scale, rng)
+    out = _backend.perturb_proba(y, scale, rng, n_jobs=n_jobs)
     # A single column was read as the positive-class probability.
     return out.reshape(np.shape(y_proba)) if out.ndim != np.ndim(y_proba) else out
 
@@ -167,7 +173,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         which is used as is (the way to wrap an already fitted model).
         ``None`` means :class:`~sklearn.linear_model.LogisticRegression`.
     scale : float, default=2**-6
-        Kernel scale ``h`` in (0, 1]. Larger scales give tighter certificates
+        Kernel scale ``h`` in [2**-16, 1]. Larger scales give tighter certificates
         and lower AUROC; :func:`select_perturbation_scale` picks the largest
         scale whose cross-validated AUROC loss stays within a tolerance.
     random_state : int, numpy Generator, RandomState or None, default=None
@@ -175,6 +181,15 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         time the same ``X`` is passed (the draw for a row depends on its position
         in ``X``); ``None`` gives fresh noise at every call; a Generator is
         advanced by each call.
+    n_jobs : int, default=None
+        Threads that draw the noise and add it, the calling one included
+        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
+        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
+        sets one, else up to four threads, no more than the usable CPUs and
+        than any native thread pool is allowed
+        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
+        thread everything is drawn in the calling thread. The output does not
+        depend on it.
 
     Attributes
     ----------
@@ -221,7 +236,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     The noise does not depend on ``X``: on large inputs it is drawn in a
     background thread while the base estimator predicts, by fixed blocks of
     rows each reading its own fixed part of the random stream, and then added
-    by up to four threads. The output depends neither on the number of
+    by up to ``n_jobs`` threads. The output depends neither on the number of
     threads nor on whether numba (the ``fast`` extra, which compiles the inner
     loops) is installed. The output is always a new array (column-major in the
     binary case, allocated in the background thread too); the base estimator's
@@ -260,10 +275,20 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, estimator=None, *, scale=DEFAULT_SCALE, random_state=None):
+    _parameter_constraints = {
+        "estimator": RULES["estimator"],
+        "scale": RULES["scale"],
+        "random_state": RULES["random_state"],
+        "n_jobs": RULES["n_jobs"],
+    }
+
+    def __init__(
+        self, estimator=None, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=None
+    ):
         self.estimator = estimator
         self.scale = scale
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _get_estimator(self):
         return default_estimator(self.estimator)
@@ -288,14 +313,8 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         self : PerturbedClassifier
         """
-        _check_scale(self.scale)
-        check_random_generator(self.random_state)
+        check_estimator_params(self)
         estimator = self._get_estimator()
-        if not (hasattr(estimator, "fit") and hasattr(estimator, "predict_proba")):
-            raise TypeError(
-                f"estimator must be a classifier with fit and predict_proba, got "
-                f"{estimator!r}."
-            )
         frozen = isinstance(estimator, FrozenEstimator)
         # A frozen model is not fitted again, so its weights have no use.
         base_params, _ = route_fit_params(
@@ -313,7 +332,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.classes_ = self.estimator_.classes_
         # The scale the scores are perturbed at: how scorers and displays
         # recognise perturbed scores (and certify them with the NW bound).
-        self.scale_ = _check_scale(self.scale)
+        self.scale_ = float(self.scale)
         return self
 
     def predict_proba(self, X):
@@ -332,34 +351,45 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            If a row of the base estimator's probabilities holds NaN or does
-            not sum to one (within 1e-5). Values outside [0, 1] are clipped.
+            If the base estimator's ``predict_proba`` returns an array whose
+            shape is not ``(n_samples, n_classes)``, values outside [0, 1]
+            (beyond a tolerance of 1e-8, within which they are clipped), NaN,
+            or rows that do not sum to one (within 1e-5); the tolerances
+            widen to the precision of a float16 or float32 output.
         """
         if not hasattr(self, "estimator_"):
             # Only then: check_is_fitted reads the wrapped model's tags, which
             # costs more than the rest of the set-up.
             check_is_fitted(self)
-        scale = _check_scale(self.scale)
+        # The fitted scale: the one scale_ tells the bound scorer.
+        scale = self.scale_
         rng = check_random_generator(self.random_state)
+        n_jobs = self.n_jobs
         # The noise does not depend on X: it is drawn while the base estimator
         # predicts (the draws are the same as after it).
         n_samples, n_classes = _num_samples(X), len(self.classes_)
-        noise = _backend.perturbation_noise_async(n_samples, n_classes, scale, rng)
-        proba = self.estimator_.predict_proba(X)
+        noise = _backend.perturbation_noise_async(
+            n_samples, n_classes, scale, rng, n_jobs=n_jobs
+        )
+        raw = self.estimator_.predict_proba(X)
         noise = noise.result()
-        if np.shape(proba) != (n_samples, n_classes):
-            # Not the shape the noise was drawn for (a base estimator with
-            # unusual output): draw afresh from the generator.
-            noise = None
+        # Shape and range here, naming the base estimator; the row sums in
+        # the pass that perturbs (values within the tolerance are clipped).
+        proba = check_estimator_proba(raw, self.estimator_, n_samples, row_sums=False)
+        sum_tol = proba_tolerances(raw, n_classes)[1]
         # Written into a buffer of our own (the noise's), never into the base
-        # estimator's output, which it may still hold. The rows are checked
-        # in the same pass (values outside [0, 1] are clipped).
+        # estimator's output, which it may still hold.
         try:
             return _backend.perturb_proba(
-                proba, scale, rng, noise=noise, row_sum_tol=ROW_SUM_TOL
+                proba,
+                scale,
+                rng,
+                noise=noise,
+                row_sum_tol=sum_tol,
+                n_jobs=n_jobs,
             )
         except _backend.RowSumError:
-            raise row_sum_error(proba, self.estimator_) from None
+            raise row_sum_error(proba, self.estimator_, sum_tol) from None
 
     def predict(self, X):
         """Class of largest perturbed probability.
@@ -414,7 +444,8 @@ class PerturbationScaleResult:
     base_scores : ndarray of shape (n_folds,)
         Score of the unperturbed base model on each test fold.
     scoring : str
-        Name (or repr) of the scorer.
+        Name (or repr) of the scorer; ``"score"`` for the estimator's
+        ``score`` method.
     tolerance : float
         Largest accepted loss ``base_score_mean - score_mean``.
     recommended_scale : float
@@ -496,15 +527,29 @@ def _base_of(estimator):
 
 
 def _check_scales(scales):
-    try:
-        arr = np.asarray(scales, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise TypeError(f"scales must be an array of floats; got {scales!r}.") from None
-    if arr.size == 0:
-        raise ValueError("scales must contain at least one scale.")
-    for value in arr:
-        _check_scale(float(value), name="every scale in scales")
-    return np.unique(arr)
+    """The candidate scales, each checked against the rule of ``scale``."""
+    owner = "select_perturbation_scale() (each of its entries)"
+    values = np.ravel(np.asarray(scales, dtype=object))
+    if values.size == 0:
+        raise InvalidParameterError(
+            "The 'scales' parameter of select_perturbation_scale() must hold at "
+            "least one scale."
+        )
+    for value in values:
+        check_param("scales", value, RULES["scale"], owner)
+    return np.unique(values.astype(np.float64))
+
+
+def _passthrough_scorer(estimator):
+    from sklearn.metrics import check_scoring
+
+    return check_scoring(estimator, scoring=None)
+
+
+def _scoring_name(scoring, scorer):
+    if scoring is None:
+        return "score"
+    return scoring if isinstance(scoring, str) else repr(scorer)
 
 
 class _KnownProba(FrozenEstimator):
@@ -543,7 +588,7 @@ def _fold_scores(base, X, y, train, test, scales, scorer, seed):
     return base_score, base_proba, scores, probas, frozen.classes_
 
 
-@validate_params(bound_method=NoneOr(StrOptions("nw", "lipschitz", "tv")))
+@validate_params()
 def select_perturbation_scale(
     estimator,
     X,
@@ -581,12 +626,14 @@ def select_perturbation_scale(
         Data, in any form the estimator accepts.
     y : array-like of shape (n_samples,)
         Labels.
-    scales : array-like of float in (0, 1], default=None
+    scales : array-like of float in [2**-16, 1], default=None
         Candidate scales; ``None`` means ``2.0 ** -np.arange(3, 10)``
         (1/8 down to 1/512). Sorted increasingly in the result.
-    scoring : str or callable, default="roc_auc"
+    scoring : str, callable or None, default="roc_auc"
         Score to preserve (greater is better), any name accepted by
-        :func:`skcalib.metrics.get_scorer` or a scorer callable.
+        :func:`skcalib.metrics.get_scorer` or a scorer callable; ``None`` is
+        the estimator's ``score`` method (accuracy for a classifier), as in
+        :func:`sklearn.model_selection.cross_validate`.
         ``"roc_auc"`` with more than two classes in ``y`` is the one-vs-rest
         AUROC, ``"roc_auc_ovr"``.
     tolerance : float, default=0.01
@@ -646,7 +693,9 @@ def select_perturbation_scale(
     y = np.asarray(y)
     if isinstance(scoring, str) and scoring == "roc_auc" and np.unique(y).size > 2:
         scoring = "roc_auc_ovr"
-    scorer = get_scorer(scoring)
+    # None is the estimator's own score method (accuracy for a classifier),
+    # as in scikit-learn's model selection.
+    scorer = get_scorer(scoring) if scoring is not None else _passthrough_scorer(base)
     splits = check_cv_splits(cv, X, y, groups)
     seeds = rng.integers(0, 2**32 - 1, size=len(splits))
 
@@ -682,7 +731,7 @@ def select_perturbation_scale(
         scales=scales,
         scores=scores,
         base_scores=base_scores,
-        scoring=scoring if isinstance(scoring, str) else repr(scorer),
+        scoring=_scoring_name(scoring, scorer),
         tolerance=tolerance,
         recommended_scale=recommended,
         bound_method=bound_method,

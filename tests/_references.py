@@ -6,7 +6,7 @@ its tangent from it: they are part of the noise's definition).
 
 import numpy as np
 
-from skcalib._backend.sech_compiled import TAN_P, TAN_Q
+from skcalib._backend.sech.compiled import TAN_P, TAN_Q
 
 
 def reflected_kernel(t, s, sigma):
@@ -113,3 +113,33 @@ def dirichlet_smoother_dense(F, y, w, X, b, leave_one_out, whole_weight=False):
         out["pairs"].append((pair_w * (E @ E.T)).sum() / pair_w.sum())
         out["squared_error"].append((pair_w * (D @ D.T)).sum() / pair_w.sum())
     return {k: np.array(v) for k, v in out.items()}
+
+
+def lowess_at_every_point(x, y, f=2 / 3):
+    """LOWESS without robustness iterations, fitted directly at every ``x``
+    (no interpolation: R's ``lowess(x, y, f, iter = 0, delta = 0)``), from
+    its definition: the ``floor(f n)``-th smallest distance ``h`` (at least
+    the 2nd), tricube weights of ``r / h`` (1 within ``0.001 h``, 0 beyond
+    ``0.999 h``), and the weighted least-squares line at the point unless the
+    weighted standard deviation of the neighbourhood's x is at most
+    ``0.001`` of the range of x (then the weighted mean). O(n^2)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = x.size
+    q = max(2, min(n, int(np.floor(f * n + 1e-7))))
+    out = np.empty(n)
+    for i in range(n):
+        r = np.abs(x - x[i])
+        h = np.sort(r)[q - 1]
+        if h == 0:
+            out[i] = y[r == 0].mean()
+            continue
+        k = np.where(r <= 0.999 * h, (1 - (r / h) ** 3) ** 3, 0.0)
+        k[r <= 0.001 * h] = 1.0
+        k /= k.sum()
+        a = np.sum(k * x)
+        c = np.sum(k * (x - a) ** 2)
+        if np.sqrt(c) > 0.001 * (x.max() - x.min()):
+            out[i] = np.sum(k * y) + (x[i] - a) * np.sum(k * (x - a) * y) / c
+        else:
+            out[i] = np.sum(k * y)
+    return out

@@ -448,7 +448,7 @@ def test_two_pass_errors():
         StreamingCalibrationBound(perturbation_scale=1e-300).partial_fit(
             [0, 1], [0.2, 0.8]
         )
-    with pytest.raises(ValueError, match="start must be <="):
+    with pytest.raises(ValueError, match=r"'start' parameter.*\[0, 2\*\*62\]"):
         StreamingCalibrationBound(method="tv").partial_fit(
             [0, 1], [0.2, 0.8], start=2**64
         )
@@ -601,3 +601,31 @@ def test_chunks_of_text_and_numeric_labels_do_not_mix():
     # Booleans and 0/1 integers stay one class set, as in the in-memory metrics.
     mixed = CalibrationAccumulator().partial_fit([True, False], [0.8, 0.2])
     assert mixed.partial_fit([1], [0.7]).classes_.tolist() == [0, 1]
+
+
+def test_streaming_bound_refuses_a_tiny_max_train_at_the_first_fit():
+    y, s = _problem(1_000)
+    sb = StreamingCalibrationBound(method="tv", max_train=2, random_state=0)
+    with pytest.raises(ValueError, match="max_train"):
+        sb.partial_fit(y, s)
+    assert not hasattr(sb, "n_samples_")
+
+
+def test_cell_moments_of_unit_and_general_weights_match_a_loop():
+    """The five moments per cell and slot against a loop over the samples,
+    with scores on cell edges, 0 and 1 (the extra cell of the key)."""
+    from skcalib._backend.distributed import add_cell_moments, empty_moments
+
+    M = 2**16
+    rng = np.random.default_rng(0)
+    s = np.concatenate([rng.uniform(size=500), [0.0, 0.0, 1.0, 0.5, 3 / M, 2**-20]])
+    slot = rng.integers(0, 2, size=s.shape[0])
+    for w in (None, rng.exponential(size=s.shape[0])):
+        got = add_cell_moments(empty_moments(M), slot, s, w)
+        want = np.zeros_like(got)
+        for i, v in enumerate(s):
+            cell = max(int(np.ceil(v * M)) - 1, 0)  # (j/M, (j+1)/M], 0 in cell 0
+            theta = v * M - cell
+            wi = 1.0 if w is None else w[i]
+            want[:, slot[i], cell] += [wi, wi * theta, wi * theta**2, 1.0, wi * wi]
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-300)

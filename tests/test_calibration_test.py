@@ -186,7 +186,7 @@ def test_skce_linear_against_pairs():
     y, p = _problem(101, 6, calibrated=False)
     res = calibration_test(y, p, method="skce-linear", bandwidth=0.3, random_state=0)
     # The pairs follow the permutation drawn from the first child seed.
-    from skcalib._validation import check_seed_sequence
+    from skcalib._params import check_seed_sequence
 
     rng = np.random.default_rng(check_seed_sequence(0).spawn(1)[0])
     order = rng.permutation(y.size)

@@ -52,3 +52,22 @@ def test_checks_are_free_of_the_weights_scale():
                         assert vb[f] == pytest.approx(x, rel=1e-9), (key, name, f)
             elif isinstance(va, float):
                 assert vb == pytest.approx(va, rel=1e-9), (key, name)
+
+
+def test_one_log_loss_with_predictions_of_zero_and_one():
+    # A 0 for an event: the table's log-loss clips it (as scikit-learn's
+    # log_loss does) and the decomposition decomposes that same number.
+    from sklearn.metrics import log_loss
+
+    rng = np.random.default_rng(2)
+    p = rng.uniform(size=500)
+    y = (rng.uniform(size=500) < p).astype(int)
+    p[:3], y[:3] = 0.0, 1
+    with pytest.warns(UserWarning, match="exactly 0 or 1"):
+        report, _ = compute_report(y, p, n_bootstrap=0, kde_max_samples=200)
+    d = report["score_decomposition"]["log_loss"]
+    assert d["score"] == pytest.approx(report["metrics"]["log_loss"]["value"])
+    assert d["score"] == pytest.approx(log_loss(y, p), rel=1e-12)
+    assert d["miscalibration"] - d["discrimination"] + d["uncertainty"] == (
+        pytest.approx(d["score"], rel=1e-12)
+    )

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from scipy.optimize import isotonic_regression
+from sklearn.exceptions import UndefinedMetricWarning
 
 from skcalib.metrics import score_decomposition
 
@@ -98,8 +99,11 @@ def test_multiclass_brier_is_the_sum_of_one_vs_rest():
 def test_log_loss_of_contradicted_certain_scores_is_infinite():
     y = np.array([0, 1, 1, 0, 1.0])
     p = np.array([0.0, 0.0, 0.7, 0.2, 1.0])
-    d = score_decomposition(y, p, score="log_loss")
+    with pytest.warns(UndefinedMetricWarning, match="infinite: 1 rows") as caught:
+        d = score_decomposition(y, p, score="log_loss")
+    assert [w.filename for w in caught] == [__file__]
     assert np.isinf(d.score) and np.isinf(d.miscalibration)
+    assert np.isfinite(d.discrimination) and np.isfinite(d.uncertainty)
     d = score_decomposition(y, p)  # finite for the Brier score
     assert np.isfinite(d.miscalibration)
 

@@ -487,7 +487,7 @@ def test_bound_display_bad_arguments():
     assert one.methods == ["tv"]
     with pytest.raises(ValueError, match="'methods' parameter"):
         CalibrationBoundDisplay.from_predictions(y, s, methods=[])
-    with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+    with pytest.raises(TypeError, match="'ax' parameter.* a matplotlib Axes"):
         CalibrationBoundDisplay.from_predictions(y, s, random_state=0, ax="x")
     with pytest.raises(ValueError, match="sample_sizes must be finite"):
         CalibrationBoundDisplay.from_sample_sizes(y, s, sample_sizes=[np.nan, 100])
@@ -1257,7 +1257,7 @@ def test_battery_from_estimator_checks_y_by_name(case):
     clf, X, y = _fitted()
     with pytest.raises(ValueError, match=r"X and y have inconsistent"):
         case["estimator"](clf, X, y[:-1])
-    with pytest.raises(ValueError, match=r"\by must be a 1-D array"):
+    with pytest.raises(ValueError, match=r"'y' parameter.* must be an array-like"):
         case["estimator"](clf, X, 5)
 
 

@@ -251,6 +251,7 @@ def _display_entries(y, p, X, yx):
     fast = {
         "SmoothReliabilityDisplay": {"n_bootstrap": 0},
         "PerturbationDisplay": {"cv": 2, "scales": [0.05], "bound_method": None},
+        "CalibrationOverTimeDisplay": {"n_bootstrap": 0, "n_resamples": 19},
     }
     out = []
     for name in display.__all__:

@@ -230,7 +230,7 @@ def test_a_bad_parameter_is_not_blamed_on_a_group():
         ("nan", ValueError, "groups contains NaN"),
         ("none", ValueError, "groups contains None"),
         ("2d", ValueError, "groups must be a 1-D"),
-        ("scalar", ValueError, "groups must be a 1-D.*scalar"),
+        ("scalar", ValueError, "'groups' parameter.* must be None or an array-like"),
         ("mixed", TypeError, "groups mixes"),
     ],
 )
@@ -365,7 +365,7 @@ def test_display_small_group_and_bad_groups_are_named():
     y, p, g, _ = binary_data()
     with pytest.raises(ValueError, match="groups has"):
         SmoothReliabilityDisplay.from_predictions(y, p, groups=g[:10])
-    with pytest.raises(ValueError, match="groups must be a 1-D"):
+    with pytest.raises(ValueError, match="'groups' parameter.* an array-like"):
         BinnedReliabilityDisplay.from_predictions(y, p, groups=7)
     w = np.ones(y.size)
     w[g == "z"] = 0

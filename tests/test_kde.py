@@ -840,8 +840,8 @@ def test_inputs_not_modified():
 @pytest.mark.parametrize(
     "kwargs, exc, match",
     [
-        (dict(p=0.5), ValueError, "p must be"),
-        (dict(p="2"), TypeError, "p must be"),
+        (dict(p=0.5), ValueError, "'p' parameter.* must be"),
+        (dict(p="2"), TypeError, "'p' parameter.* must be"),
         (dict(bandwidth=-0.1), ValueError, "bandwidth"),
         (dict(bandwidth=0), ValueError, "bandwidth"),
         (dict(bandwidth="scott"), ValueError, "bandwidth"),

@@ -397,6 +397,7 @@ def test_compiled_top_label_scan_is_the_numpy_one(monkeypatch, k, layout):
     # and errors, bit for bit: ties of the maximum, exact 0 and 1, 1/K,
     # -0.0, values outside [0, 1] (clipped or not), NaN and infinity, and
     # row sums at the tolerance, in every layout; the input is not written.
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     rng = np.random.default_rng(k)
     n = 20_003  # four stretches of rows, and three rows after them
     y = rng.integers(0, k, size=n)

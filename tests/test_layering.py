@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1] / "skcalib"
 LAYERS = [
     ("skcalib._backend",),
     ("skcalib._validation", "skcalib._params", "skcalib._meta"),
-    ("skcalib.metrics", "skcalib.datasets"),
-    ("skcalib.perturbation", "skcalib.recalibration"),
+    ("skcalib.metrics", "skcalib.datasets", "skcalib.losses"),
+    ("skcalib.perturbation", "skcalib.recalibration", "skcalib.spark"),
     ("skcalib.display",),
     ("skcalib.cli", "skcalib.__main__"),
 ]
@@ -150,4 +150,59 @@ def test_the_checker_sees_a_cycle_and_an_upward_import():
     }
     assert upward_imports(fake) == [
         ("skcalib._backend.grid", "skcalib.metrics._smooth")
+    ]
+
+
+# The engines that span several modules, each a subpackage of _backend.
+ENGINES = ("skcalib._backend.recalibration", "skcalib._backend.sech")
+
+
+def engine_of(name):
+    return next((e for e in ENGINES if name == e or name.startswith(e + ".")), None)
+
+
+def test_engines_are_subpackages_that_say_what_they_own():
+    known = modules()
+    for engine in ENGINES:
+        init = known[engine]
+        assert init.name == "__init__.py", engine
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc.split()) >= 20, f"{engine} has no docstring"
+    # The engines' modules live in them, not loose in _backend.
+    loose = [
+        name
+        for name in known
+        if name.rpartition(".")[0] == "skcalib._backend"
+        and name.rpartition(".")[2].startswith(("logit_", "sech_", "pcg64"))
+    ]
+    assert not loose, loose
+
+
+def engine_edges(edges):
+    """Imports from the shared backend into an engine, and between engines."""
+    return [
+        (name, dep)
+        for name, deps in edges.items()
+        if name.startswith("skcalib._backend")
+        for dep in deps
+        if engine_of(dep) and engine_of(dep) != engine_of(name)
+    ]
+
+
+def test_shared_backend_does_not_import_the_engines():
+    # An engine is built on the shared numerics (grids, kernels, binning,
+    # threads); the shared numerics, and the other engine, need none of it.
+    assert not engine_edges(graph())
+
+
+def test_the_checker_sees_an_import_into_an_engine():
+    fake = {
+        "skcalib._backend.grid": {"skcalib._backend.sech.sampler"},
+        "skcalib._backend.sech.sampler": {"skcalib._backend.recalibration.scores"},
+        "skcalib._backend.sech.perturbation": {"skcalib._backend.sech.sampler"},
+        "skcalib.datasets": {"skcalib._backend.sech.sampler"},
+    }
+    assert engine_edges(fake) == [
+        ("skcalib._backend.grid", "skcalib._backend.sech.sampler"),
+        ("skcalib._backend.sech.sampler", "skcalib._backend.recalibration.scores"),
     ]

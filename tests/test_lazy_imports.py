@@ -161,3 +161,30 @@ def test_column_or_1d_matches_sklearn(y):
     got = _column_or_1d(y)
     np.testing.assert_array_equal(got, ref)
     assert got.dtype == ref.dtype and got.flags.c_contiguous
+
+
+def test_first_calls_import_neither_joblib_nor_numba():
+    # smooth_ece needs no joblib (a tenth of a second and hundreds of modules
+    # on its first call). And with numba installed, the first call of each
+    # compiled path on an input of ordinary size runs the numpy passes:
+    # loading numba (over a second) would cost more than it saves.
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from skcalib.metrics import smooth_ece\n"
+        "rng = np.random.default_rng(0)\n"
+        "p = rng.uniform(size=2**20)\n"
+        "y = (rng.uniform(size=p.size) < p).astype(float)\n"
+        "P = rng.dirichlet(np.ones(10), size=2**17)\n"
+        "k = rng.integers(0, 10, size=2**17)\n"
+        "smooth_ece(y, p)\n"
+        "smooth_ece(y, p, metric='logit')\n"
+        "smooth_ece(k, P)\n"
+        "smooth_ece(k, P, metric='logit')\n"
+        "print('joblib' in sys.modules)\n"
+        "from skcalib import perturb_proba\n"
+        "perturb_proba(P[:, :2] / P[:, :2].sum(axis=1, keepdims=True))\n"
+        "perturb_proba(P)\n"
+        "print('numba' in sys.modules)\n"
+    )
+    assert _run(code).split() == ["False", "False"]

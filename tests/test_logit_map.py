@@ -22,7 +22,7 @@ FLOOR = 1e-12  # added to probabilities before the logarithm
 def map_base(monkeypatch):
     """Binary bases at their maximum a posteriori fit, not averaged over
     their posterior: the tests of the fit itself and of what is built on it."""
-    from skcalib._backend import logit_bases
+    from skcalib._backend.recalibration import bases as logit_bases
 
     monkeypatch.setattr(logit_bases, "POSTERIOR_AVERAGE", False)
 
@@ -351,7 +351,7 @@ def test_selection_keeps_the_parametric_map_when_it_is_the_truth(seed):
 def test_hard_choice_keeps_the_parametric_map_when_it_is_the_truth(seed, monkeypatch):
     # The same truth with one base chosen (the simplest within its margin):
     # Platt's, uncorrected.
-    from skcalib._backend import logit_binary
+    from skcalib._backend.recalibration import binary as logit_binary
 
     monkeypatch.setattr(logit_binary, "AVERAGE_BASES", False)
     s, y, _ = _sample(5000, seed=10 + seed, slope=0.6, shift=0.4)
@@ -368,7 +368,7 @@ def test_hard_choice_keeps_the_parametric_map_when_it_is_the_truth(seed, monkeyp
 def _excess_on_truth(eta, n, seeds, monkeypatch, average):
     """Exact population excess log-loss of the default map on scores
     ``U(0, 1)`` with ``P(y = 1 | s) = eta(s)``, per seeded sample."""
-    from skcalib._backend import logit_binary
+    from skcalib._backend.recalibration import binary as logit_binary
 
     monkeypatch.setattr(logit_binary, "AVERAGE_BASES", average)
     grid = (np.arange(2**12) + 0.5) / 2**12
@@ -499,8 +499,8 @@ def test_corrected_multiclass_map_is_sharpened_out_of_fold(seed, monkeypatch):
     # this problem, is not sharpened.
     from dataclasses import replace
 
-    from skcalib._backend import logit_selection
-    from skcalib._backend.logit_selection import N_FOLDS, stratified_folds
+    from skcalib._backend.recalibration import selection as logit_selection
+    from skcalib._backend.recalibration.selection import N_FOLDS, stratified_folds
 
     smooth = tuple(h for h in logit_selection.BANDWIDTHS if h != 0)
     monkeypatch.setattr(logit_selection, "BANDWIDTHS", smooth)
@@ -557,7 +557,10 @@ def test_multiclass_integer_weights_equal_repeated_rows(base):
 
 
 def test_standard_error_choice_on_paired_differences():
-    from skcalib._backend.logit_selection import SE_MULTIPLIER, standard_error_choice
+    from skcalib._backend.recalibration.selection import (
+        SE_MULTIPLIER,
+        standard_error_choice,
+    )
 
     rng = np.random.default_rng(8)
     n = 400
@@ -579,7 +582,7 @@ def test_standard_error_choice_on_paired_differences():
 def test_one_vs_rest_log_odds_match_direct_sums():
     from scipy.special import logsumexp
 
-    from skcalib._backend.logit_scores import class_log_odds
+    from skcalib._backend.recalibration.multiclass import class_log_odds
 
     rng = np.random.default_rng(9)
     L = np.log(rng.dirichlet(np.full(6, 0.3), 500) + FLOOR)
@@ -720,7 +723,7 @@ def _distance_to_truth(rc, problem, n=20001):
 
 
 def test_selection_takes_the_monotone_map_for_a_jump(monkeypatch):
-    from skcalib._backend import logit_selection
+    from skcalib._backend.recalibration import selection as logit_selection
 
     smooth = tuple(h for h in logit_selection.BANDWIDTHS if h != 0)
     assert len(smooth) < len(logit_selection.BANDWIDTHS)
@@ -882,7 +885,7 @@ def test_bases_are_chosen_with_the_narrower_margin_then_corrected():
     # that "platt" beats "temperature" by 1.5 standard errors: refused under
     # the bandwidths' margin (2 SE), taken under the bases' (1 SE) from 500
     # rows; then only the chosen base is corrected.
-    from skcalib._backend.logit_selection import (
+    from skcalib._backend.recalibration.selection import (
         BASE_SE_MULTIPLIER,
         SE_MULTIPLIER,
         _two_stage_choice,
@@ -926,7 +929,7 @@ def test_posterior_softplus_and_expit_pair_match_numpy_and_scipy():
     # tails on every grid point and node, through one exp each.
     from scipy.special import expit
 
-    from skcalib._backend.logit_bases import _expit_pair, _softplus
+    from skcalib._backend.recalibration.bases import _expit_pair, _softplus
 
     rng = np.random.default_rng(0)
     eta = np.concatenate(
@@ -946,7 +949,7 @@ def test_posterior_softplus_and_expit_pair_match_numpy_and_scipy():
 def test_correction_kernel_is_exp_of_the_scaled_squared_gaps(h):
     # The narrow kernels write their underflowing entries as zeros instead
     # of calling exp on them: the same numbers, to the bit.
-    from skcalib._backend.logit_correction import correction_kernel
+    from skcalib._backend.recalibration.correction import correction_kernel
 
     rng = np.random.default_rng(1)
     F = np.sort(rng.uniform(size=(3, 129)), axis=1)
@@ -969,12 +972,14 @@ def _adversarial_excess(kind, n, switches, monkeypatch, n_samples=60):
     (Beta(0.5, 8) scores). 60 samples: on four atoms at n = 30 the paired
     difference is noisy (20 samples gave a ratio of 1.12 for the posterior
     mean, 150 give 0.96)."""
-    from skcalib._backend import logit_bases, logit_binary
+    from skcalib._backend.recalibration import bases as logit_bases
+    from skcalib._backend.recalibration import binary as logit_binary
+    from skcalib._backend.recalibration import selection as logit_selection
 
     modules = {
         "POSTERIOR_AVERAGE": logit_bases,
         "AVERAGE_BASES": logit_binary,
-        "STEP_PRIOR_ODDS": logit_binary,
+        "STEP_PRIOR_ODDS": logit_selection,
     }
     levels = np.array([0.1, 0.3, 0.6, 0.85])
     grid = (np.arange(2048) + 0.5) / 2048
@@ -1089,7 +1094,7 @@ def test_base_weights_are_the_bootstrapped_posterior_of_the_bases(gaps):
     # with g ~ n Dirichlet(1, ..., 1): the weights use its normal
     # approximation, which 200 rows make close, on three bases and on four
     # (fewer quadrature points per axis).
-    from skcalib._backend.logit_selection import base_weights
+    from skcalib._backend.recalibration.selection import base_weights
 
     rng = np.random.default_rng(7)
     n = 200
@@ -1109,7 +1114,7 @@ def test_base_weights_are_the_bootstrapped_posterior_of_the_bases(gaps):
 
 
 def test_base_weights_follow_the_prior_or_the_clear_winner():
-    from skcalib._backend.logit_selection import base_weights
+    from skcalib._backend.recalibration.selection import base_weights
 
     rng = np.random.default_rng(8)
     common = rng.exponential(0.6, 300)
@@ -1161,7 +1166,7 @@ def test_mixture_of_bases_beats_the_hard_choice_on_small_samples(truth, monkeypa
     # scaling (tuning: 4.6 and 4.0 times the best peer's excess log-loss);
     # the mixture must at least halve the exact population excess log-loss,
     # averaged over 20 samples.
-    from skcalib._backend import logit_binary
+    from skcalib._backend.recalibration import binary as logit_binary
 
     g = (np.arange(4096) + 0.5) / 4096
     eta = expit(0.6 * np.log(g) - 1.8 * np.log1p(-g) + 0.4) if truth == "beta" else g**2
@@ -1274,7 +1279,7 @@ def test_multiclass_mixture_is_the_weighted_mixture_of_its_bases():
 def test_multiclass_mixture_against_the_hard_choice(truth, votes, bound, monkeypatch):
     # Exact excess log-loss (KL from the known truth) over 20 000 fresh score
     # vectors, averaged over 20 samples of 100 rows.
-    from skcalib._backend import logit_multiclass
+    from skcalib._backend.recalibration import multiclass as logit_multiclass
 
     P_test, _ = _multiclass_truth_sample(truth, 20_000, seed=12345, votes=votes)
     E = truth(P_test)
@@ -1302,7 +1307,7 @@ def test_sigmoid_base_weighs_less_on_continuous_scores(monkeypatch):
     # mixture (measured with temperature's odds 10: weight 0.099 -> 0.065,
     # excess 4.7e-3 -> 4.3e-3; with odds 3, 0.13 -> 0.086). On
     # the vote shares of 15 neighbours it keeps odds 1: the same map.
-    from skcalib._backend import logit_multiclass
+    from skcalib._backend.recalibration import multiclass as logit_multiclass
 
     P_test, _ = _multiclass_truth_sample(lambda P: P, 20_000, seed=12345)
 
@@ -1369,7 +1374,7 @@ def test_step_weight_is_the_posterior_of_two_models():
     # Equal held-out losses leave the prior odds: 1 / (1 + odds). A step
     # map ahead by log(odds) nats in total (over n_eff rows) is even with
     # the smooth map; further ahead it takes the weight.
-    from skcalib._backend.logit_binary import STEP_PRIOR_ODDS, step_weight
+    from skcalib._backend.recalibration.selection import STEP_PRIOR_ODDS, step_weight
 
     rng = np.random.default_rng(0)
     smooth = rng.uniform(0.1, 1.0, 400)

@@ -23,11 +23,10 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skcalib import PerturbedClassifier, perturb_proba, select_perturbation_scale
-from skcalib._backend import perturbation as backend
-from skcalib._backend import sech_sampler
 from skcalib._backend.kernels import sech_ppf
 from skcalib._backend.score_grid import off_grid
-from skcalib._backend.sech_compiled import HAVE_NUMBA
+from skcalib._backend.sech import perturbation as backend
+from skcalib._backend.sech.compiled import HAVE_NUMBA
 from skcalib.metrics import get_scorer, get_scorer_names
 
 # ---------------------------------------------------------------------------
@@ -116,8 +115,9 @@ def test_binary_draws_follow_sech_kernel(h):
     pit = ref_sech_cdf(s, s0, h)
     assert stats.kstest(pit, "uniform").pvalue > 1e-3
     # Same thing at a single centre, against the distribution function itself.
-    one = PerturbedClassifier(_frozen(ScoreColumn(), X[:1]), scale=h, random_state=4)
-    draws = one.fit(X[:1], [0]).predict_proba(np.full((4000, 1), 0.3))[:, 1]
+    # (a model of both classes: its predict_proba has their two columns)
+    one = PerturbedClassifier(_frozen(ScoreColumn(), X[:2]), scale=h, random_state=4)
+    draws = one.fit(X[:2], [0, 1]).predict_proba(np.full((4000, 1), 0.3))[:, 1]
     cdf = lambda t: ref_sech_cdf(np.clip(t, 0, 1), 0.3, h)  # noqa: E731
     assert stats.kstest(draws, cdf).pvalue > 1e-3
 
@@ -153,17 +153,24 @@ def test_binary_large_input_small_scale_follows_kernel():
     assert_array_equal(clf.predict_proba(X), proba)
 
 
-def test_base_probabilities_outside_unit_interval_are_clipped():
-    # A base model returning scores slightly outside [0, 1] (rounding) or far
-    # outside (a broken model) is perturbed around the clipped score.
+def test_base_probabilities_just_outside_unit_interval_are_clipped():
+    # A base model returning scores outside [0, 1] by rounding (within 1e-8)
+    # is perturbed around the clipped score; further out it is refused, by
+    # the base model's name (a broken model, not a rounding).
     h = 2**-6
-    s0 = np.concatenate([np.full(3000, 1.0 + 1e-3), np.full(3000, -0.5)])
+    s0 = np.concatenate([np.full(3000, 1.0 + 5e-9), np.full(3000, -5e-9)])
     X = s0[:, None]
     clf = PerturbedClassifier(_frozen(ScoreColumn(), X), scale=h, random_state=2)
     s = clf.fit(X, np.arange(len(X)) % 2).predict_proba(X)[:, 1]
     assert s.min() >= 0.0 and s.max() <= 1.0
     assert stats.kstest(s[:3000], lambda t: ref_sech_cdf(t, 1.0, h)).pvalue > 1e-3
     assert stats.kstest(s[3000:], lambda t: ref_sech_cdf(t, 0.0, h)).pvalue > 1e-3
+    for bad in (1.0 + 1e-3, -0.5):
+        X[5] = bad
+        with pytest.raises(
+            ValueError, match=r"ScoreColumn.predict_proba must .*\[0, 1\]"
+        ):
+            clf.predict_proba(X)
 
 
 @pytest.mark.parametrize("n_classes", [3, 5])
@@ -368,7 +375,7 @@ def test_bad_estimator_and_random_state(binary_data):
     assert not hasattr(clf, "estimator_")  # rejected before anything is fitted
     with pytest.raises(TypeError, match="random_state"):
         PerturbedClassifier(random_state="seed").fit(X, y)
-    with pytest.raises(ValueError, match="random_state must be a non-negative"):
+    with pytest.raises(ValueError, match="'random_state' parameter.* int >= 0"):
         PerturbedClassifier(random_state=-1).fit(X, y)
 
 
@@ -449,22 +456,24 @@ def test_base_output_never_written(n, model):
 )
 def test_base_output_rows_checked(monkeypatch, compiled, n, bad_row, match):
     # The base model's output is checked (NaN, rows summing to one) in the
-    # pass that perturbs it, on every path: small and large inputs, with and
-    # without the compiled loops, binary and multiclass.
+    # pass that perturbs it (its range before), on every path: small and
+    # large inputs, with and without the compiled loops, binary and
+    # multiclass.
     if compiled and not HAVE_NUMBA:
         pytest.skip("needs numba")
-    if not compiled:
-        monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", np.inf)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1" if compiled else "0")
     s0 = np.random.default_rng(0).uniform(size=n)
     P = np.column_stack([1.0 - s0, s0])
     clf = PerturbedClassifier(_frozen(ProbaColumns(), P), random_state=0)
     clf.fit(P, np.arange(n) % 2)
-    # A row summing to one within the tolerance passes, and rows far outside
-    # [0, 1] that sum to one are clipped, as before.
+    # A row summing to one within the tolerance passes; a row far outside
+    # [0, 1] is refused even if it sums to one.
     P[3] = [0.5, 0.5 + 5e-6]
+    assert _on_grid(clf.predict_proba(P)[:, 1])
     P[4] = [1.5, -0.5]
-    proba = clf.predict_proba(P)
-    assert proba[4, 1] >= 0.0 and _on_grid(proba[:, 1])
+    with pytest.raises(ValueError, match="ProbaColumns.predict_proba must contain"):
+        clf.predict_proba(P)
+    P[4] = [0.5, 0.5]
     P[7] = bad_row
     with pytest.raises(ValueError, match=f"ProbaColumns.predict_proba.*{match}"):
         clf.predict_proba(P)
@@ -567,8 +576,7 @@ def test_predict_proba_is_the_plain_sampler(monkeypatch, compiled, kind):
     # numpy passes; the generator is left where the plain sampler leaves it.
     if compiled and not HAVE_NUMBA:
         pytest.skip("needs numba")
-    if not compiled:
-        monkeypatch.setattr(sech_sampler, "_sech_loops", lambda n: None)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1" if compiled else "0")
     cases = [(0, 3 * 2**16 + 7, 2.0**-6), (1, 2**17, 2.0**-4), (7, 999, 2.0**-6)]
     if "classes" in kind:
         # The rule of the other classes is written out row by row: slow.
@@ -764,8 +772,9 @@ def test_perturbation_same_with_and_without_numba(monkeypatch, n_classes):
     P[50:100] = 1.0 / n_classes
     clf = PerturbedClassifier(_frozen(ProbaColumns(), P), scale=2**-7, random_state=4)
     clf.fit(P, np.arange(n) % 2)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     compiled = clf.predict_proba(P), perturb_proba(P, scale=2**-7, random_state=4)
-    monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", np.inf)
+    monkeypatch.setenv("SKCALIB_NUMBA", "0")
     passes = clf.predict_proba(P), perturb_proba(P, scale=2**-7, random_state=4)
     for a, b in zip(compiled, passes, strict=True):
         assert_array_equal(a, b)
@@ -1269,7 +1278,7 @@ def test_select_perturbation_scale_names_a_bad_cv(cv):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 2))
     y = (X[:, 0] > 0).astype(int)
-    with pytest.raises(ValueError, match="cv="):
+    with pytest.raises(ValueError, match="cv=|'cv' parameter"):
         select_perturbation_scale(
             LogisticRegression(), X, y, cv=cv, scales=[0.1], bound_method=None
         )

@@ -1,5 +1,7 @@
 """KernelRecalibrator and RecalibratedClassifier against independent references."""
 
+import warnings
+
 import numpy as np
 import pytest
 from _references import reflected_kernel
@@ -18,6 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils.estimator_checks import (
     check_dict_unchanged,
+    check_estimator,
     check_estimators_pickle,
     check_fit_check_is_fitted,
     check_fit_idempotent,
@@ -37,7 +40,7 @@ from sklearn.utils.estimator_checks import (
 from skcalib import KernelRecalibrator, RecalibratedClassifier
 from skcalib._backend.bandwidth import BANDWIDTH_GRID
 from skcalib._backend.grid import calibration_statistics
-from skcalib._backend.recalibration import (
+from skcalib._backend.recalibration.grid_map import (
     SIGMA_GRID,
     fit_grid_map,
     loo_log_loss,
@@ -461,10 +464,10 @@ def test_transform_rejects_bad_probabilities(bad, match):
             "bandwidth='mle' is not available for the 'grid'",
         ),
         ({"method": "canonical", "bandwidth": 0.0}, "'bandwidth' parameter.* > 0"),
-        ({"method": "grid", "bandwidth": 0.0}, "bandwidth must be > 0"),
+        ({"method": "grid", "bandwidth": 0.0}, r"'bandwidth' parameter.*\[2\*\*-16, 1\]"),
         ({"bandwidth": -1.0}, "'bandwidth' parameter.*>= 0"),
         ({"bandwidth": np.nan}, "bandwidth"),
-        ({"method": "grid", "bandwidth": 2.0}, "bandwidth must be <= 1"),
+        ({"method": "grid", "bandwidth": 2.0}, r"'bandwidth' parameter.*\[2\*\*-16, 1\]"),
         ({"base": "isotonic"}, "'base' parameter.* must be one of"),
         ({"bandwidth": np.inf, "base": "temperature"}, None),
         ({"bandwidth": 2.0}, None),
@@ -534,7 +537,7 @@ def _row_softmax(X):
         check_global_output_transform_pandas,
         check_transformer_get_feature_names_out,
         check_transformer_get_feature_names_out_pandas,
-        # and common checks that fail on raw X (see _KR_X_CHECKS below)
+        # and common checks that fail on raw X (see _KR_REASONS below)
         check_estimators_pickle,
         check_fit_idempotent,
         check_methods_sample_order_invariance,
@@ -557,50 +560,111 @@ def test_checks_on_probability_input(check):
 
 # The common checks draw X from arbitrary real features. A recalibrator's input
 # is a probability matrix: such X is rejected at fit with a ValueError naming
-# X (values outside [0, 1] or rows not summing to one), by design.
+# X (values outside [0, 1] or rows not summing to one), by design. Some checks
+# fail for a further reason, which they meet with probabilities as X too
+# (test_expected_failures_on_probability_input).
 _NOT_PROBABILITIES = (
     "X is not a probability matrix: rejected by design (values outside [0, 1] or "
     "rows not summing to one)"
 )
-_KR_X_CHECKS = [
-    "check_fit_score_takes_y",
-    "check_positive_only_tag_during_fit",
-    "check_estimators_dtypes",
-    "check_estimators_overwrite_params",
-    "check_dont_overwrite_parameters",
-    "check_sample_weights_pandas_series",
-    "check_estimators_fit_returns_self",
-    "check_sample_weights_not_an_array",
-    "check_readonly_memmap_input",
-    "check_sample_weights_list",
-    "check_n_features_in_after_fitting",
-    "check_estimators_pickle",
-    "check_all_zero_sample_weights_error",
-    "check_sample_weights_shape",
-    "check_f_contiguous_array_estimator",
-    "check_sample_weights_not_overwritten",
-    "check_transformer_data_not_an_array",
-    "check_sample_weight_equivalence_on_dense_data",
-    "check_transformer_general",
-    "check_dtype_object",
-    "check_transformer_preserve_dtypes",
-    "check_pipeline_consistency",
-    "check_estimators_nan_inf",
-    "check_methods_sample_order_invariance",
-    "check_fit2d_predict1d",
-    "check_methods_subset_invariance",
-    "check_fit2d_1sample",
-    "check_fit2d_1feature",
-    "check_dict_unchanged",
-    "check_fit_idempotent",
-    "check_fit_check_is_fitted",
-    "check_n_features_in",
-]
+_CHECKED_FIRST = (
+    "X is not a probability matrix and is refused before {} (values outside "
+    "[0, 1] or rows not summing to one)"
+)
+_THREE_CLASSES = (
+    "X is not a probability matrix; besides, y has 3 classes for the 2 columns "
+    "of X, and a probability matrix has one column per class"
+)
+_KR_REASONS = {
+    "check_fit_score_takes_y": _NOT_PROBABILITIES,
+    "check_positive_only_tag_during_fit": _CHECKED_FIRST.format(
+        "anything else: negative values are not probabilities"
+    ),
+    "check_estimators_dtypes": _NOT_PROBABILITIES,
+    "check_estimators_overwrite_params": _THREE_CLASSES,
+    "check_dont_overwrite_parameters": _NOT_PROBABILITIES,
+    "check_sample_weights_pandas_series": _CHECKED_FIRST.format("the weights"),
+    "check_estimators_fit_returns_self": _THREE_CLASSES,
+    "check_sample_weights_not_an_array": _NOT_PROBABILITIES,
+    "check_readonly_memmap_input": _THREE_CLASSES,
+    "check_sample_weights_list": _NOT_PROBABILITIES,
+    "check_n_features_in_after_fitting": _NOT_PROBABILITIES,
+    "check_estimators_pickle": _NOT_PROBABILITIES,
+    "check_all_zero_sample_weights_error": _CHECKED_FIRST.format(
+        "the weights, so the error is not about zero weights"
+    ),
+    "check_sample_weights_shape": _NOT_PROBABILITIES,
+    "check_f_contiguous_array_estimator": _NOT_PROBABILITIES,
+    "check_sample_weights_not_overwritten": _NOT_PROBABILITIES,
+    "check_transformer_data_not_an_array": _NOT_PROBABILITIES,
+    "check_sample_weight_equivalence_on_dense_data": (
+        "X is not a probability matrix; besides, the default recalibrator "
+        "chooses its base and bandwidth on held-out rows, where a weighted row "
+        "is held out whole and repeated rows one copy at a time (with a fixed "
+        "base and bandwidth, weights equal repeated rows)"
+    ),
+    "check_transformer_general": _NOT_PROBABILITIES,
+    "check_dtype_object": _NOT_PROBABILITIES,
+    "check_transformer_preserve_dtypes": _NOT_PROBABILITIES,
+    "check_pipeline_consistency": _NOT_PROBABILITIES,
+    "check_estimators_nan_inf": _NOT_PROBABILITIES,
+    "check_methods_sample_order_invariance": _NOT_PROBABILITIES,
+    "check_fit2d_predict1d": (
+        "X is not a probability matrix; besides, a 1-D X is read as the "
+        "positive-class probabilities of a binary problem, by design, so a "
+        "fitted 3-column recalibrator reports a feature-count mismatch rather "
+        "than 'Reshape your data'"
+    ),
+    "check_methods_subset_invariance": _NOT_PROBABILITIES,
+    "check_fit2d_1sample": _CHECKED_FIRST.format("the sample count"),
+    "check_fit2d_1feature": _CHECKED_FIRST.format("the feature count"),
+    "check_dict_unchanged": _NOT_PROBABILITIES,
+    "check_fit_idempotent": _NOT_PROBABILITIES,
+    "check_fit_check_is_fitted": _NOT_PROBABILITIES,
+    "check_n_features_in": _NOT_PROBABILITIES,
+}
+
+
+class _SoftmaxFront(KernelRecalibrator):
+    """The recalibrator behind a row softmax: the checks' X made probabilities."""
+
+    def fit(self, X, y=None, sample_weight=None):
+        return super().fit(_as_probabilities(X), y, sample_weight)
+
+    def transform(self, X):
+        return super().transform(_as_probabilities(X))
+
+
+def _as_probabilities(X):
+    if hasattr(X, "to_numpy"):
+        X = X.to_numpy()
+    try:
+        A = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        return X  # left to the recalibrator's own error
+    if A.ndim != 2 or A.size == 0:
+        return X
+    with np.errstate(invalid="ignore"):
+        return softmax(A, axis=1)
+
+
+@pytest.mark.slow
+def test_expected_failures_on_probability_input():
+    # With X made probabilities, the checks whose only reason is the X fail no
+    # more; those with a further reason still fail, for that reason.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(
+            _SoftmaxFront(), on_fail=None, expected_failed_checks={}
+        )
+    failed = {r["check_name"] for r in results if r["status"] == "failed"}
+    further = {name for name, why in _KR_REASONS.items() if "besides" in why}
+    assert failed == further
 
 
 def _expected_failures(estimator):
     if isinstance(estimator, KernelRecalibrator):
-        return dict.fromkeys(_KR_X_CHECKS, _NOT_PROBABILITIES)
+        return dict(_KR_REASONS)
     out = {}
     if isinstance(estimator, RecalibratedClassifier) and estimator.cv is None:
         # 10 samples of 3 classes cannot be split in 5 stratified folds; the
@@ -898,9 +962,9 @@ def test_meta_estimator_errors():
         RecalibratedClassifier(ensemble="yes").fit(X, y)
     with pytest.raises(ValueError, match="'n_jobs' parameter.* must be"):
         RecalibratedClassifier(n_jobs=0).fit(X, y)
-    with pytest.raises(TypeError, match="estimator must implement fit and predict_pr"):
+    with pytest.raises(TypeError, match="'estimator' parameter.*fit and predict_pr"):
         RecalibratedClassifier(LinearRegression()).fit(X, y)
-    with pytest.raises(TypeError, match="calibrator must implement fit and transform"):
+    with pytest.raises(TypeError, match="'calibrator' parameter.*fit and transform"):
         RecalibratedClassifier(calibrator=LogisticRegression()).fit(X, y)
     with pytest.raises(ValueError, match="1 class"):
         RecalibratedClassifier().fit(X, np.zeros(100))

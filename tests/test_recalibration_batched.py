@@ -14,15 +14,13 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import expit, log_softmax
 
-from skcalib._backend import (
-    logit_bases,
-    logit_multiclass,
-    logit_nodes,
-    logit_scaling,
-    logit_scores,
-    logit_selection,
-    row_sums,
-)
+from skcalib._backend.recalibration import bases as logit_bases
+from skcalib._backend.recalibration import multiclass as logit_multiclass
+from skcalib._backend.recalibration import nodes as logit_nodes
+from skcalib._backend.recalibration import row_sums
+from skcalib._backend.recalibration import scaling as logit_scaling
+from skcalib._backend.recalibration import scores as logit_scores
+from skcalib._backend.recalibration import selection as logit_selection
 
 # log-odds of a probability of exactly 0 or 1 (after the 1e-12 floor)
 EDGE = np.log(1.0 + 1e-12) - np.log(1e-12)
@@ -185,7 +183,7 @@ def test_fold_bases_fitted_together_are_each_fold_s_estimate(n_classes):
     fitted = logit_multiclass._ClassStatistics.many(parts, "sigmoid")
     for (Lf, yf, wf), fold in zip(parts, fitted, strict=True):
         ab, _ = fold.coef
-        Z = logit_scores.class_log_odds(Lf)
+        Z = logit_multiclass.class_log_odds(Lf)
         for k in range(n_classes):
             x = expit(Z[:, k])
             ref = _reference(x, wf * (yf == k), wf)

@@ -16,7 +16,7 @@ from sklearn.metrics import log_loss
 from sklearn.svm import SVC
 
 from skcalib import KernelRecalibrator, RecalibratedClassifier
-from skcalib._backend import logit_scores
+from skcalib._backend.recalibration import scores as logit_scores
 
 # An over-confident network: true log-odds t ~ N(0, 5), reported scores
 # expit(4 t), so that about 17 % of them lie within 1e-12 of 0 or 1.
@@ -352,7 +352,7 @@ def test_bad_cv_is_named(cv):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 2))
     y = (X[:, 0] > 0).astype(int)
-    with pytest.raises(ValueError, match="cv="):
+    with pytest.raises(ValueError, match="'cv' parameter|cv="):
         RecalibratedClassifier(LogisticRegression(), cv=cv).fit(X, y)
 
 
@@ -449,7 +449,7 @@ def test_temperature_prior_does_not_hold_back_an_under_confident_model(monkeypat
     # the old, wider prior, and the median fitted beta near 4.
     from scipy.special import softmax
 
-    from skcalib._backend import logit_scaling
+    from skcalib._backend.recalibration import scaling as logit_scaling
 
     rng = np.random.default_rng(0)
     eta = rng.dirichlet(np.full(3, 0.7), size=2000)

@@ -164,3 +164,20 @@ def test_weights_without_a_score_request_are_an_error(binary_data, name):
                 scoring={"a": get_scorer(name)},
                 params={"sample_weight": w},
             )
+
+
+def test_the_scorer_table_is_seen_by_the_import_graph():
+    # The table imports each metric module by name (deferred), so the
+    # import-graph test sees the edges; the metric modules know no scorer.
+    from test_layering import graph
+
+    edges = graph()
+    metrics = {
+        f"skcalib.metrics.{m}"
+        for m in ("_binned", "_bounds", "_decomposition", "_kde", "_smooth", "_summary")
+    }
+    assert metrics <= edges["skcalib.metrics._scorer"]
+    for module in metrics:
+        assert "skcalib.metrics._scorer" not in edges[module], module
+    names = [n for n in get_scorer_names() if n.startswith("neg_") and "calib" in n]
+    assert set(names) >= {"neg_calibration_error_bound", "neg_l2_calibration_error"}

@@ -7,11 +7,11 @@ import pytest
 from _references import rational_log_tan, sech_noise_of_words
 from scipy import integrate, stats
 
-from skcalib._backend import sech_sampler
 from skcalib._backend.kernels import sech_cdf, sech_normalizer, sech_pdf, sech_ppf
 from skcalib._backend.score_grid import off_grid
-from skcalib._backend.sech_compiled import HAVE_NUMBA, compiled_loops
-from skcalib._backend.sech_sampler import sech_noise, sech_sample
+from skcalib._backend.sech import sampler as sech_sampler
+from skcalib._backend.sech.compiled import HAVE_NUMBA, compiled_loops
+from skcalib._backend.sech.sampler import sech_noise, sech_sample
 
 CENTRES = [0.0, 1e-3, 0.3, 0.5, 1.0]
 SCALES = [0.25, 2.0**-6, 2.0**-12]
@@ -252,6 +252,7 @@ def test_magnitude_against_mpmath(monkeypatch):
     x = sech_noise(m.size, h, _FixedWords(m)) / h
     if HAVE_NUMBA:
         # The compiled loops give the same bits.
+        monkeypatch.setenv("SKCALIB_NUMBA", "1")
         monkeypatch.setattr(sech_sampler, "_COMPILED_MIN_SIZE", 0)
         np.testing.assert_array_equal(sech_noise(m.size, h, _FixedWords(m)) / h, x)
     errors = _magnitude_errors(m, x)
@@ -262,15 +263,14 @@ def test_magnitude_against_mpmath(monkeypatch):
     assert errors.mean() <= old.mean() + 0.01
 
 
-def test_threaded_blocks_equal_sequential_draws(monkeypatch):
+def test_threaded_blocks_equal_sequential_draws():
     # Blocks read fixed positions of the stream: one thread or several give
     # the same draws and leave the generator in the same state.
     s0 = np.random.default_rng(2).uniform(size=5 * sech_sampler._SECH_BLOCK + 12_345)
     runs = []
     for n_threads in (1, 2, 3):
-        monkeypatch.setattr(sech_sampler, "_sech_threads", lambda k=n_threads: k)
         rng = np.random.default_rng(9)
-        runs.append((sech_sample(s0, 2.0**-6, rng), rng.random()))
+        runs.append((sech_sample(s0, 2.0**-6, rng, n_jobs=n_threads), rng.random()))
     for draws, after in runs[1:]:
         np.testing.assert_array_equal(draws, runs[0][0])
         assert after == runs[0][1]
@@ -372,7 +372,8 @@ def test_compiled_loops_give_the_numpy_draws(monkeypatch, h):
     # that the blocks follow each other: the second block is full of rows on
     # an edge, and the compiled loop collects the rejected rows of the third
     # (and its NaN) without a branch, then of the fourth with one again.
-    monkeypatch.setattr(sech_sampler, "_sech_threads", lambda: 1)
+    monkeypatch.setattr(sech_sampler, "_threads", lambda n, n_jobs: 1)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     rng = np.random.default_rng(3)
     block = sech_sampler._SECH_BLOCK
     n = 3 * block + 1001
@@ -598,6 +599,7 @@ def test_compiled_log_tan_is_the_numpy_one():
 def test_compiled_noise_leaves_the_generator_as_random_raw(monkeypatch):
     # A pending 32-bit half word of the generator survives, as with the
     # numpy passes, and the generator ends where they leave it.
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     n = 2 * sech_sampler._SECH_BLOCK + 5
     results = []
     for min_size in (0, np.inf):
@@ -687,8 +689,7 @@ def test_draws_are_those_of_the_sequential_sampler(monkeypatch, compiled):
     # the sampler does (a pending 32-bit half word included).
     if compiled and not HAVE_NUMBA:
         pytest.skip("needs numba")
-    if not compiled:
-        monkeypatch.setattr(sech_sampler, "_sech_loops", lambda n: None)
+    monkeypatch.setenv("SKCALIB_NUMBA", "1" if compiled else "0")
     n, h = 2 * sech_sampler._SECH_BLOCK + 777, 2.0**-6
     s0 = _adversarial_centres(n)
     ref_rng = np.random.default_rng(21)
@@ -751,6 +752,7 @@ def test_probed_blocks_and_compiled_redraw_give_the_numpy_draws(
     # other way round, give the draws of the numpy passes and of the
     # sequential sampler. No reserve: the whole redraw reads the generator
     # (by the compiled loops, for both bit generators that skip words).
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     n, h = 3 * sech_sampler._SECH_BLOCK + 5, 2.0**-6
     head = sech_sampler._DENSE_PROBE
     s0 = _adversarial_centres(n)
@@ -796,15 +798,16 @@ def test_probed_blocks_and_compiled_redraw_give_the_numpy_draws(
     np.testing.assert_array_equal(results[1][1], finite_expected)
 
 
-def test_philox_reads_its_stream_in_order(monkeypatch):
+def test_philox_reads_its_stream_in_order():
     # Philox's advance(k) skips k blocks of four words: its noise is read in
     # order, with one thread or several.
     n = 5 * sech_sampler._SECH_BLOCK
     runs = []
     for n_threads in (1, 3):
-        monkeypatch.setattr(sech_sampler, "_sech_threads", lambda k=n_threads: k)
         gen = np.random.Generator(np.random.Philox(4))
-        noise, _ = sech_sampler.sech_noise_async(n, 2.0**-6, gen).result()
+        noise, _ = sech_sampler.sech_noise_async(
+            n, 2.0**-6, gen, n_jobs=n_threads
+        ).result()
         runs.append((noise, gen.bit_generator.random_raw(2)))
     ref = np.random.Philox(4)
     np.testing.assert_array_equal(

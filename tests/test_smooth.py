@@ -357,7 +357,7 @@ def test_inputs_not_modified():
 
 def test_fixed_sigma_below_the_grid_step_is_rejected():
     from skcalib._backend.grid import FINE_M
-    from skcalib._validation import MIN_SIGMA
+    from skcalib._params import MIN_SIGMA
 
     assert MIN_SIGMA == 1.0 / FINE_M
     rng = np.random.default_rng(0)
@@ -368,7 +368,7 @@ def test_fixed_sigma_below_the_grid_step_is_rejected():
     assert smooth_ece(y, s, sigma=MIN_SIGMA) == pytest.approx(
         np.mean(np.abs(y - s)), rel=1e-3
     )
-    with pytest.raises(ValueError, match="sigma must be >= 1.53e-05"):
+    with pytest.raises(ValueError, match=r"'sigma' parameter.*\[2\*\*-16, 1\]"):
         smooth_ece(y, s, sigma=1e-6)
 
 
@@ -393,7 +393,7 @@ def test_logit_sigma_not_below_the_logit_grid_step():
     value = smooth_ece(y, s, metric="logit", sigma=step)
     assert value == pytest.approx(direct, rel=1e-2)
     for f in (smooth_ece, smooth_calibration_curve):
-        with pytest.raises(ValueError, match="sigma must be >= 0.000666"):
+        with pytest.raises(ValueError, match=r"'sigma'.*\[0.000665757, 1\]"):
             f(y, s, metric="logit", sigma=2.0**-16)
 
 

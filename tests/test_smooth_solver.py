@@ -14,6 +14,7 @@ from scipy.special import logit
 
 from skcalib._backend import grid
 from skcalib._backend import smece as _sm
+from skcalib._backend.compiled import HAVE_NUMBA
 from skcalib.metrics import smooth_ece
 
 
@@ -144,7 +145,7 @@ def _residual_inputs(rng, n):
     return y, s, rng.uniform(0.5, 2.0, size=n)
 
 
-@pytest.mark.skipif(not grid.HAVE_NUMBA, reason="needs numba")
+@pytest.mark.skipif(not HAVE_NUMBA, reason="needs numba")
 @pytest.mark.parametrize("metric", ["l1", "logit"])
 def test_compiled_residual_binning_is_the_numpy_one(monkeypatch, metric):
     # The compiled loops do the numpy passes' operations in their order
@@ -152,6 +153,7 @@ def test_compiled_residual_binning_is_the_numpy_one(monkeypatch, metric):
     # np.bincount: the same sums bit for bit, weighted or not, on every grid,
     # whatever the layout (read-only inputs; strided ones take the numpy
     # passes). A position off the grid gives the numpy passes' error.
+    monkeypatch.setenv("SKCALIB_NUMBA", "1")
     rng = np.random.default_rng(5)
     n = grid._CHUNK * 2 + 1234
     y, s, w = _residual_inputs(rng, n)

@@ -8,7 +8,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
 from skcalib import KernelRecalibrator
-from skcalib._backend import logit_scaling
+from skcalib._backend.recalibration import scaling as logit_scaling
 
 
 def _problem(n, rng, a, b):

@@ -13,7 +13,7 @@ import functools
 import numpy as np
 from scipy import fft as _fft
 
-from .compiled import HAVE_NUMBA
+from .compiled import use_compiled
 from .kernels import periodized_gaussian_spectrum
 
 # Finest grid used anywhere: 2**16 cells keeps the sufficient statistics at
@@ -29,9 +29,10 @@ MIN_M = 64
 # Samples are binned in chunks so that temporaries stay small whatever n is.
 _CHUNK = 2**17
 # From this many samples :func:`residual_statistics` bins by compiled loops
-# (numba), which do the numpy passes' operations in the same order: below,
-# the time saved is less than numba's import and first load.
+# (numba, once loaded: see .compiled), which do the numpy passes' operations
+# in the same order, saving _COMPILED_SAVING seconds per sample.
 _COMPILED_MIN_SIZE = 1 << 18
+_COMPILED_SAVING = 2e-8
 
 
 def grid_size(sigma, fine_m=FINE_M):
@@ -191,14 +192,20 @@ def residual_statistics(
 
 def _binning_loops(n, s, y, w, known_map):
     """The compiled loops of :func:`residual_statistics`, or None (numpy
-    passes): small samples, an unknown transform, numba missing, or arrays
-    that are not contiguous float64."""
-    if n < _COMPILED_MIN_SIZE or not known_map or not HAVE_NUMBA:
+    passes): small samples, loops that would not repay their loading, an
+    unknown transform, numba missing, or arrays that are not contiguous
+    float64."""
+    if n < _COMPILED_MIN_SIZE or not known_map:
         return None
     for a in (s, y) if w is None else (s, y, w):
         if a.dtype != np.float64 or not a.flags.c_contiguous:
             return None
-    return _compiled_binning()
+    return use_compiled(
+        _compiled_binning,
+        n,
+        min_size=_COMPILED_MIN_SIZE,
+        saved_per_unit=_COMPILED_SAVING,
+    )
 
 
 def _binned_compiled(loops, y, s, w, M, cells, sums, buf, logit, interior):

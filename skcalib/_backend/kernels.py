@@ -2,13 +2,16 @@
 
 * reflected Gaussian (sampled on a periodic grid, used by the grid smoother),
 * truncated hyperbolic-secant kernel (perturbation: pdf, cdf, inverse cdf; the
-  sampler is in :mod:`skcalib._backend.sech_sampler`),
+  sampler is in :mod:`skcalib._backend.sech.sampler`),
 * Beta / Dirichlet log-kernels (ECE-KDE and the multiclass recalibrator).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .kde.statistics import clip_simplex as _clip_simplex
+from .kde.statistics import log_normalizer as _log_normalizer
 
 # ---------------------------------------------------------------------------
 # Reflected Gaussian
@@ -201,9 +204,7 @@ def clip_simplex(F, eps=SIMPLEX_EPS):
 
     Returns a new float64 array of shape ``(n, K)``.
     """
-    F = np.clip(np.asarray(F, dtype=np.float64), eps, 1.0 - eps)
-    F /= F.sum(axis=1, keepdims=True)
-    return F
+    return _clip_simplex(np.asarray(F, dtype=np.float64), eps, np)
 
 
 def dirichlet_log_normalizer(F, bandwidth):
@@ -211,13 +212,10 @@ def dirichlet_log_normalizer(F, bandwidth):
 
     ``-c_i`` is the log normalising constant of the Dirichlet kernel centred at
     ``f_i`` (parameters ``alpha_i = f_i / b + 1``, which sum to ``1 / b + K``
-    because the rows of ``F`` sum to one).
+    because the rows of ``F`` sum to one); the definition is
+    :func:`skcalib._backend.kde.statistics.log_normalizer`.
     """
-    from scipy.special import gammaln
-
-    F = np.asarray(F, dtype=np.float64)
-    inv_b = 1.0 / bandwidth
-    return gammaln(F * inv_b + 1.0).sum(axis=1) - gammaln(inv_b + F.shape[1])
+    return _log_normalizer(np.asarray(F, dtype=np.float64), bandwidth, np)
 
 
 def dirichlet_log_kernel(X, F, bandwidth):

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed
 
+from .kde.statistics import finish_statistics as _finish
+from .kde.statistics import kde_error_terms as _kde_error_terms
+from .kde.statistics import label_squared_error as _label_squared_error
 from .kernels import SIMPLEX_EPS, clip_simplex, dirichlet_log_normalizer
 from .threads import one_blas_thread
 
@@ -252,6 +255,9 @@ class DirichletCentres:
 def finish_statistics(centres, sums, loo=None, *, ratio, ess, pairs, X=None):
     """Smoother statistics from the row sums of :func:`tiled_sums`.
 
+    :func:`skcalib._backend.kde.statistics.finish_statistics` (the definition
+    shared with the array-API engine) on the centres' labels and weights.
+
     Parameters
     ----------
     centres : DirichletCentres
@@ -267,89 +273,17 @@ def finish_statistics(centres, sums, loo=None, *, ratio, ess, pairs, X=None):
     dict
         As :func:`kernel_statistics`.
     """
-    pairs = pairs or X is not None
-    m1 = sums["m1"]
-    rows = np.arange(m1.shape[0])
-    if loo is not None:
-        cols, _, diag_c = loo
-    if pairs:
-        istar = sums["istar"]
-        rho = np.where(
-            sums["has_rest"], np.exp(np.minimum(sums["m_ref"] - m1, 0.0)), 0.0
-        )
-        lead = 1.0
-    else:
-        rho, lead = 1.0, 0.0
-    need_q = ess or pairs
-    qk = sums.get("qk")
-    labelled_sums = centres.labels and (ratio or pairs)
-    if labelled_sums:
-        a = sums["a"]
-        z = a.sum(axis=1)
-    else:
-        z = sums["z"]
-    total = lead + rho * z
-    out = {"log_mass": m1 + np.log(total)}
-    if need_q:
-        q = qk.sum(axis=1) if X is not None else sums["q"]
-        if loo is not None:
-            q_loo = sums["g_own"] ** 2 * (diag_c - centres.pair_c[cols])
-            q += q_loo
-            if X is not None:
-                qk[rows, centres.y[cols]] += q_loo
-        c_star = 0.0
-        if pairs:
-            c_star = centres.pair_c[istar]
-            if loo is not None:
-                c_star = np.where(istar == cols, diag_c, c_star)
-        if ess:
-            out["ess"] = total**2 / (lead * c_star + rho**2 * q)
-    if not (ratio or pairs):
-        return out
-    a = sums["a"]
-    if ratio:
-        top = a
-        if pairs:
-            top = a * rho[:, None]
-            top[rows, centres.y[istar]] += 1.0
-        out["ratio"] = top / total[:, None]
-    if pairs:
-        t = 1.0 - c_star
-        a_top = a[rows, centres.y[istar]]
-        x_num = np.einsum("ij,ij->i", a, a) - q
-        x_den = z * z - q
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            plain = (t + rho * (2.0 * a_top + rho * x_num)) / (
-                t + rho * (2.0 * z + rho * x_den)
-            )
-            # t == 0: numerator and denominator divided by rho (which may be 0).
-            scaled = (2.0 * a_top + rho * x_num) / (2.0 * z + rho * x_den)
-        out["pairs"] = np.where(t > 0, plain, scaled)
-    if X is not None:
-        out["squared_error"] = _squared_error_u(a, qk, q, z, rho, t, istar, X, centres)
-    return out
-
-
-def _squared_error_u(a, qk, q, z, rho, t, istar, X, centres):
-    """Pair (i != i') U-statistic of ``||R_j - x_j||^2``; see kernel_statistics."""
-    rows = np.arange(a.shape[0])
-    x_sq = np.einsum("ij,ij->i", X, X)
-    a_x = np.einsum("ij,ij->i", a, X)
-    ystar = centres.y[istar]
-    x_star = X[rows, ystar]
-    d_star_sq = 1.0 - 2.0 * x_star + x_sq
-    # <d_i*, D> with D = a - z x
-    cross = a[rows, ystar] - z * x_star - a_x + z * x_sq
-    big_d = np.einsum("ij,ij->i", a, a) - 2.0 * z * a_x + z * z * x_sq
-    big_q = q - 2.0 * np.einsum("ij,ij->i", qk, X) + x_sq * q
-    x_num = big_d - big_q
-    x_den = z * z - q
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        plain = (t * d_star_sq + rho * (2.0 * cross + rho * x_num)) / (
-            t + rho * (2.0 * z + rho * x_den)
-        )
-        scaled = (2.0 * cross + rho * x_num) / (2.0 * z + rho * x_den)
-    return np.where(t > 0, plain, scaled)
+    return _finish(
+        sums,
+        labels=centres.y if centres.labels else None,
+        pair_c=centres.pair_c,
+        loo=None if loo is None else (loo[0], loo[2]),
+        ratio=ratio,
+        ess=ess,
+        pairs=pairs,
+        X=X,
+        xp=np,
+    )
 
 
 def iter_chunks(n, chunk_size):
@@ -540,20 +474,9 @@ def kernel_statistics(
 
     Notes
     -----
-    Rows are exponentiated relative to their maximum (a row softmax), which
-    is exact for the ratio and the effective sample size. The pair statistic
-    ``(||A||^2 - Q) / (Z^2 - Q)`` cancels catastrophically when one neighbour
-    dominates (tiny bandwidth, many classes), so for it the row maximum
-    ``m1`` (column ``i*``) is split off and the other columns are
-    exponentiated relative to their own maximum ``m2``: with
-    ``rho = exp(m2 - m1)`` every sum reads ``1 + rho * (...)`` and the
-    statistic tends, as ``rho`` underflows, to the share of the remaining
-    mass that agrees with the nearest neighbour's label instead of ``0 / 0``.
-    The squared-error U-statistic is split the same way: with
-    ``d_i = e_{y_i} - x_j``, ``D = sum_{i != i*} g_i d_i`` and
-    ``Q = sum_{i != i*} c_i g_i^2 ||d_i||^2`` its numerator is
-    ``t ||d_i*||^2 + rho (2 <d_i*, D> + rho (||D||^2 - Q))`` over the pair
-    mass ``t + rho (2 z + rho (z^2 - q))``.
+    Rows are exponentiated relative to their maximum (a row softmax); for
+    the pair statistics the leading entry is split off first, as
+    :func:`skcalib._backend.kde.statistics.finish_statistics` describes.
     """
     return _grid_statistics(
         centres,
@@ -1004,20 +927,14 @@ def row_lower_bounds(logX, bandwidth, shift):
 
 def label_squared_error(F, y):
     """``||e_{y_j} - f_j||²`` per row, for class indices ``y``."""
-    return 1.0 - 2.0 * F[np.arange(F.shape[0]), y] + np.einsum("ij,ij->i", F, F)
+    return _label_squared_error(F, y, np)
 
 
 def kde_error_terms(F, y, result, p, debias):
-    """Per-sample terms of the ECE-KDE estimate of ``CE_p^p``.
+    """Per-sample terms of the ECE-KDE estimate of ``CE_p^p`` (see
+    :func:`skcalib._backend.kde.statistics.kde_error_terms`).
 
-    ``result`` is the leave-one-out :func:`dirichlet_nw` of ``(F, y)``. The
-    plug-in term is ``sum_k |R_jk - f_jk|^p``; the debiased ``p = 2`` term is
-    the U-statistic ``||R_j - f_j||^2`` without its diagonal (``i = i'``)
-    pairs (``squared_error=True``), whose conditional mean given the
-    neighbours' scores is the kernel average of
-    ``<E[e_y|f_i] - f_j, E[e_y|f_i'] - f_j>``: zero-mean noise is gone and only
-    the smoothing bias remains.
+    ``result`` is the leave-one-out :func:`dirichlet_nw` of ``(F, y)``.
     """
-    if debias:
-        return result.squared_error
-    return (np.abs(result.ratio - F) ** p).sum(axis=1)
+    stats = {"ratio": result.ratio, "squared_error": result.squared_error}
+    return _kde_error_terms(F, y, stats, p, debias, np)

@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from .compiled import HAVE_NUMBA
+from .compiled import HAVE_NUMBA, use_compiled
 
 # Entries per block (13107 rows of 10 doubles): a block and its temporaries
 # stay in the L3 cache; fewer, larger blocks cost fewer numpy calls (a call
@@ -24,12 +24,10 @@ _BLOCK = 1 << 17
 # Above this many columns numpy's row-wise argmax is as fast (its cost per
 # row is then spread over many columns).
 _WIDE = 32
-# Loading the compiled scan costs numba's import and first load (see
-# .compiled; 0.02 s for this one after that, once cached on disk; 0.7 s to
-# compile it the first time). It saves ~13 ms per 1e6 x 10 matrix: only
-# matrices of this many entries or more are scanned by it, as for the
-# sampler's compiled loops.
+# Once loaded (see .compiled), the compiled scan saves _COMPILED_SAVING
+# seconds per entry of a matrix of this many entries or more.
 _COMPILED_MIN_SIZE = 1 << 20
+_COMPILED_SAVING = 1e-8
 
 
 def top_label_task(P, y):
@@ -118,12 +116,18 @@ def scan_top_label(P, y, tol=None):
 
 
 def _compiled_scan(P, y, value_tol, sum_tol):
-    """:func:`scan_top_label` by the compiled loop, or None (no numba, or
-    extremes that the numpy scan must give: see there)."""
-    loop = _compiled_loop()
+    """:func:`scan_top_label` by the compiled loop, or None (no numba, a
+    loop that would not repay its loading, or extremes that the numpy scan
+    must give: see there)."""
+    n, k = P.shape
+    loop = use_compiled(
+        _compiled_loop,
+        n * k,
+        min_size=_COMPILED_MIN_SIZE,
+        saved_per_unit=_COMPILED_SAVING,
+    )
     if loop is None:
         return None
-    n, k = P.shape
     y = np.ascontiguousarray(y)
     correct = np.empty(n)
     conf = np.empty(n)

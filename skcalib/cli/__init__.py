@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .._backend.progress import Progress
-from .._validation import MAX_BOOTSTRAP
+from .._params import MAX_BOOTSTRAP
 from ._progress import StepProgress
 from ._read import (
     _SUFFIXES,
@@ -345,7 +345,17 @@ def build_parser():
         "--n-jobs", type=int, default=None, help="parallel jobs for the bootstrap"
     )
     rep.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    rep.add_argument(
+        "--save-state",
+        metavar="STATE",
+        default=None,
+        help="also write the accumulator state of the predictions to STATE "
+        "(for 'skcalib merge')",
+    )
     rep.set_defaults(handler=_run_report)
+    from ._state import add_merge_parser, run_merge
+
+    add_merge_parser(sub, run_merge)
     return parser
 
 
@@ -376,6 +386,12 @@ def _one_probability_column(source):
 
 def _run_report(args, progress):
     _file_argument(args)
+    if args.file is not None and Path(args.file).is_dir():
+        from ._state import report_directory
+
+        # Every predictions file of the directory is one window.
+        args.resamples, args.alert_level = 999, 0.001
+        return report_directory(args, progress)
     out = OutputDir(args.out)
     if args.bound == "nw" and args.perturbation_scale is None and args.file is not None:
         # Checked before reading a possibly large file.
@@ -476,12 +492,26 @@ def _run_report(args, progress):
                 describe=f"{pred.path} ({pred.describe()})",
                 **options,
             )
+            saver = None
+            if args.save_state is not None:
+                from ._state import StateSaver
+
+                saver = StateSaver(
+                    args.save_state,
+                    pred,
+                    pos_label=pos_label,
+                    multi_class=args.multi_class,
+                )
             progress.start(f"reading {args.file}")
             with Progress("rows", pred.n_rows) as rows:
                 for codes, proba, weight in pred.chunks():
                     builder.add(codes, proba, weight)
+                    if saver is not None:
+                        saver.add(codes, proba, weight)
                     rows.advance(codes.shape[0])
             progress.done()
+            if saver is not None:
+                saver.save()
             report, curve = builder.finish(progress)
             display = None if args.no_plot else builder.display(curve)
             info = pred.info()

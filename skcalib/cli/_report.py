@@ -579,7 +579,12 @@ def _calibration_checks(y, proba, binary, random_state, n_jobs, kw, n_used):
     no_mc = {k: v for k, v in kw.items() if k != "multi_class"}
     dec = {}
     for score in ("brier", "log_loss") if binary else ("brier",):
-        d = metrics.score_decomposition(y, proba, score=score, **no_mc)
+        # The log-loss of the table clips the probabilities as scikit-learn's
+        # log_loss does; decomposing the same numbers keeps one log-loss in
+        # the report (a 0 or 1 against its label made this one infinite).
+        eps = np.finfo(np.float64).eps
+        p = np.clip(proba, eps, 1.0 - eps) if score == "log_loss" else proba
+        d = metrics.score_decomposition(y, p, score=score, **no_mc)
         dec[score] = {
             "score": float(d.score),
             "miscalibration": float(d.miscalibration),

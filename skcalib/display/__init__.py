@@ -8,12 +8,14 @@ import time, and its global state (rcParams, styles) is never changed.
 
 from ._binned import BinnedReliabilityDisplay
 from ._bound import CalibrationBoundDisplay
+from ._over_time import CalibrationOverTimeDisplay
 from ._perturbation import PerturbationDisplay
 from ._smooth import SmoothReliabilityDisplay
 
 __all__ = [
     "BinnedReliabilityDisplay",
     "CalibrationBoundDisplay",
+    "CalibrationOverTimeDisplay",
     "PerturbationDisplay",
     "SmoothReliabilityDisplay",
 ]

@@ -12,19 +12,22 @@ from .._params import (
     AnyOf,
     Interval,
     StrOptions,
-    check_param,
     validate_params,
 )
 from .._validation import binary_tasks
-from ..metrics import binned_calibration_error
+from ..metrics._binned import binned_calibration_error
 from ._plotting import (
     CONSISTENCY_LABEL,
     CONSISTENCY_STYLE,
     ReliabilityDisplayBase,
-    check_consistency,
+    check_features,
+    checked_problem,
     consistency_bands,
     consistency_label,
+    fold_curves,
     merge_style,
+    plain_labels,
+    predict_proba_of,
     stack_curves,
     to_table,
 )
@@ -38,6 +41,103 @@ MIN_BAR_WIDTH = 0.01
 N_BINS = AnyOf(Interval(numbers.Integral, 1, MAX_BINS), StrOptions("cbrt"))
 
 _NORM_NAMES = {"l1": "ECE", "l2": "RMSCE", "max": "MCE"}
+
+
+def _binned_records(
+    y_true,
+    y_proba,
+    sample_weight,
+    pos_label,
+    labels,
+    *,
+    multi_class,
+    n_bins,
+    strategy,
+    norm,
+    consistency_band,
+    n_consistency,
+    confidence_level,
+    random_state,
+    n_jobs,
+):
+    """The curves of one sample: ``(records, shown, pos_label, score_range)``.
+
+    The reduction ``shown`` is None for a binary problem; a record holds one
+    curve's bins (one per class for a classwise diagram).
+    """
+    data, shown, score_range = checked_problem(
+        y_true,
+        y_proba,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        multi_class=multi_class,
+    )
+    res = binned_calibration_error(
+        y_true,
+        y_proba,
+        n_bins=n_bins,
+        strategy=strategy,
+        norm=norm,
+        multi_class=multi_class,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        return_details=True,
+    )
+    if res.class_values is not None:
+        # One panel per class, each with its own one-vs-rest error (the
+        # metric itself reports their mean).
+        panels = [
+            (
+                res.mean_score[k],
+                res.mean_label[k],
+                res.weight[k],
+                res.edges[k],
+                res.bin[k],
+                res.class_values[k],
+                res.classes[k],
+            )
+            for k in range(len(res.classes))
+        ]
+    else:
+        panels = [
+            (
+                res.mean_score,
+                res.mean_label,
+                res.weight,
+                res.edges,
+                res.bin,
+                res.value,
+                None,
+            )
+        ]
+    keys = (
+        "mean_score",
+        "mean_label",
+        "bin_weight",
+        "bin_edges",
+        "bin_index",
+        "error",
+        "class_label",
+    )
+    records = [dict(zip(keys, panel, strict=True)) for panel in panels]
+    for r in records:
+        r["consistency_low"] = r["consistency_high"] = None
+        r["confidence_level"] = None
+    if consistency_band:
+        tasks = binary_tasks(data, multi_class)
+        batches = [
+            BinnedMeanBatch(s, w, np.asarray(r["bin_edges"]), r["bin_index"])
+            for r, (_, s, w) in zip(records, tasks, strict=True)
+        ]
+        bands = consistency_bands(
+            batches, n_consistency, confidence_level, random_state, n_jobs
+        )
+        for r, (lo, hi) in zip(records, bands, strict=True):
+            r["consistency_low"], r["consistency_high"] = lo, hi
+            r["confidence_level"] = confidence_level
+    return plain_labels(records), shown, data.pos_label, score_range
 
 
 class BinnedReliabilityDisplay(ReliabilityDisplayBase):
@@ -143,26 +243,6 @@ default=None
     )
     _value_field = "error"
     _density_label = "Density"
-    _opt_keys = (
-        "n_bins",
-        "strategy",
-        "norm",
-        "consistency_band",
-        "n_consistency",
-        "confidence_level",
-        "random_state",
-        "n_jobs",
-    )
-    _init_keys = ("norm",)
-    _plot_keys = (
-        "ax",
-        "curve_kwargs",
-        "ref_line",
-        "ref_line_kw",
-        "bar_kwargs",
-        "density_panel",
-        "despine",
-    )
 
     def __init__(
         self,
@@ -412,96 +492,6 @@ default=None
     def _is_note(self, label):
         return label.endswith(CONSISTENCY_LABEL)
 
-    @staticmethod
-    def _compute(
-        y_true,
-        y_proba,
-        *,
-        sample_weight,
-        pos_label,
-        labels,
-        multi_class,
-        data,
-        score_range,
-        n_bins,
-        strategy,
-        norm,
-        consistency_band,
-        n_consistency,
-        confidence_level,
-        random_state,
-        n_jobs,
-    ):
-        consistency_band, n_consistency = check_consistency(
-            consistency_band, n_consistency
-        )
-        confidence_level = check_param("confidence_level", confidence_level)
-        res = binned_calibration_error(
-            y_true,
-            y_proba,
-            n_bins=n_bins,
-            strategy=strategy,
-            norm=norm,
-            multi_class=multi_class,
-            sample_weight=sample_weight,
-            pos_label=pos_label,
-            labels=labels,
-            return_details=True,
-        )
-        if res.class_values is not None:
-            # One panel per class, each with its own one-vs-rest error (the
-            # metric itself reports their mean).
-            panels = [
-                (
-                    res.mean_score[k],
-                    res.mean_label[k],
-                    res.weight[k],
-                    res.edges[k],
-                    res.bin[k],
-                    res.class_values[k],
-                    res.classes[k],
-                )
-                for k in range(len(res.classes))
-            ]
-        else:
-            panels = [
-                (
-                    res.mean_score,
-                    res.mean_label,
-                    res.weight,
-                    res.edges,
-                    res.bin,
-                    res.value,
-                    None,
-                )
-            ]
-        keys = (
-            "mean_score",
-            "mean_label",
-            "bin_weight",
-            "bin_edges",
-            "bin_index",
-            "error",
-            "class_label",
-        )
-        records = [dict(zip(keys, panel, strict=True)) for panel in panels]
-        for r in records:
-            r["consistency_low"] = r["consistency_high"] = None
-            r["confidence_level"] = None
-        if consistency_band:
-            tasks = binary_tasks(data, multi_class)
-            batches = [
-                BinnedMeanBatch(s, w, np.asarray(r["bin_edges"]), r["bin_index"])
-                for r, (_, s, w) in zip(records, tasks, strict=True)
-            ]
-            bands = consistency_bands(
-                batches, n_consistency, confidence_level, random_state, n_jobs
-            )
-            for r, (lo, hi) in zip(records, bands, strict=True):
-                r["consistency_low"], r["consistency_high"] = lo, hi
-                r["confidence_level"] = confidence_level
-        return records
-
     @classmethod
     @validate_params(n_bins=N_BINS)
     def from_predictions(
@@ -587,8 +577,52 @@ despine
         ((3,), [0, 1, 2])
         >>> plt.close(disp.figure_)
         """
-        return cls._from_predictions(
-            y_true, y_proba, labels=labels, groups=groups, **cls._route(locals())
+
+        def curves(y_true, y_proba, sample_weight, pos_label, labels):
+            return _binned_records(
+                y_true,
+                y_proba,
+                sample_weight,
+                pos_label,
+                labels,
+                multi_class=multi_class,
+                n_bins=n_bins,
+                strategy=strategy,
+                norm=norm,
+                consistency_band=consistency_band,
+                n_consistency=n_consistency,
+                confidence_level=confidence_level,
+                random_state=random_state,
+                n_jobs=n_jobs,
+            )
+
+        if groups is None:
+            records, shown, pos_label, score_range = curves(
+                y_true, y_proba, sample_weight, pos_label, labels
+            )
+            display = cls._assemble(
+                records, shown, pos_label, name, score_range, norm=norm
+            )
+        else:
+            display, curve_kwargs = cls._from_groups(
+                y_true,
+                y_proba,
+                groups,
+                sample_weight=sample_weight,
+                pos_label=pos_label,
+                labels=labels,
+                curves=curves,
+                curve_kwargs=curve_kwargs,
+                norm=norm,
+            )
+        return display.plot(
+            ax,
+            curve_kwargs=curve_kwargs,
+            ref_line=ref_line,
+            ref_line_kw=ref_line_kw,
+            bar_kwargs=bar_kwargs,
+            density_panel=density_panel,
+            despine=despine,
         )
 
     @classmethod
@@ -665,8 +699,34 @@ despine
         'GaussianNB (ECE = 0.0...)'
         >>> plt.close(disp.figure_)
         """
-        return cls._from_estimator(
-            estimator, X, y, groups=groups, **cls._route(locals())
+        y = check_features(X, y)
+        proba, classes, pos_label, name = predict_proba_of(
+            estimator, X, pos_label, name
+        )
+        return cls.from_predictions(
+            y,
+            proba,
+            n_bins=n_bins,
+            strategy=strategy,
+            norm=norm,
+            multi_class=multi_class,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=classes,
+            consistency_band=consistency_band,
+            n_consistency=n_consistency,
+            confidence_level=confidence_level,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            name=name,
+            ax=ax,
+            curve_kwargs=curve_kwargs,
+            ref_line=ref_line,
+            ref_line_kw=ref_line_kw,
+            bar_kwargs=bar_kwargs,
+            density_panel=density_panel,
+            despine=despine,
+            groups=groups,
         )
 
     @classmethod
@@ -734,4 +794,40 @@ consistency_band, n_consistency, confidence_level, random_state, n_jobs
         ['a', 'b', 'c']
         >>> plt.close(disp.figure_)
         """
-        return cls._from_cv_results(cv_results, X, y, **cls._route(locals()))
+
+        def curves(y_true, y_proba, sample_weight, pos_label, labels):
+            return _binned_records(
+                y_true,
+                y_proba,
+                sample_weight,
+                pos_label,
+                labels,
+                multi_class=multi_class,
+                n_bins=n_bins,
+                strategy=strategy,
+                norm=norm,
+                consistency_band=consistency_band,
+                n_consistency=n_consistency,
+                confidence_level=confidence_level,
+                random_state=random_state,
+                n_jobs=n_jobs,
+            )
+
+        records, shown, pos_label, score_range = fold_curves(
+            cv_results,
+            X,
+            y,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            curves=curves,
+        )
+        display = cls._assemble(records, shown, pos_label, name, score_range, norm=norm)
+        return display.plot(
+            ax,
+            curve_kwargs=curve_kwargs,
+            ref_line=ref_line,
+            ref_line_kw=ref_line_kw,
+            bar_kwargs=bar_kwargs,
+            density_panel=density_panel,
+            despine=despine,
+        )

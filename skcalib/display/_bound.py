@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import AnyOf, ListOf, NoneOr, StrOptions, validate_params
-from .._validation import (
-    check_calibration_inputs,
-    check_estimator_proba,
+from .._params import (
+    AnyOf,
+    ListOf,
+    NoneOr,
+    StrOptions,
     check_random_generator,
+    validate_params,
 )
-from ..metrics import binned_calibration_error
+from .._validation import check_calibration_inputs, check_estimator_proba
+from ..metrics._binned import binned_calibration_error
 from ..metrics._bounds import calibration_error_bound
 from ._binned import N_BINS
 from ._plotting import (
@@ -491,23 +494,34 @@ class CalibrationBoundDisplay:
         True
         >>> plt.close(disp.figure_)
         """
-        return cls._from_predictions(locals())
-
-    @classmethod
-    def _from_predictions(cls, args):
-        """``from_predictions`` on checked arguments (a dict of them)."""
-        data, _, evaluate, common = _prepare(args)
-        bounds, ece = evaluate(data.y, data.proba)
-        disp = cls(
+        data = check_calibration_inputs(
+            y_true, y_proba, pos_label=pos_label, require_binary=True
+        )
+        methods = _methods(methods, perturbation_scale, lipschitz)
+        bounds, ece = _bounds_and_ece(
+            data.y,
+            data.proba,
+            methods,
+            n_bins,
+            perturbation_scale=perturbation_scale,
+            lipschitz=lipschitz,
+            delta=delta,
+            n_splits=n_splits,
+            random_state=check_random_generator(random_state),
+            n_jobs=n_jobs,
+        )
+        display = cls(
             upper=[b.upper for b in bounds],
             estimate=[b.estimate for b in bounds],
             terms=[dict(b.terms) for b in bounds],
             binned_ece=ece,
-            **common,
+            methods=methods,
+            n_bins=n_bins,
+            true_ce=None if true_ce is None else float(true_ce),
+            delta=delta,
+            name=name,
         )
-        return disp._render(
-            ax=args["ax"], bar_kwargs=args["bar_kwargs"], despine=args["despine"]
-        )
+        return display._render(ax=ax, bar_kwargs=bar_kwargs, despine=despine)
 
     @classmethod
     @validate_params(methods=_METHODS, n_bins=N_BINS)
@@ -579,9 +593,24 @@ n_jobs, name, ax, bar_kwargs, despine
             perturbation_scale = getattr(estimator, "scale_", None)
         if name is None:
             name = type(estimator).__name__
-        args = dict(locals())
-        args.update(y_true=y, y_proba=proba, pos_label=None)
-        return cls._from_predictions(args)
+        return cls.from_predictions(
+            y,
+            proba,
+            perturbation_scale=perturbation_scale,
+            lipschitz=lipschitz,
+            methods=methods,
+            delta=delta,
+            n_bins=n_bins,
+            true_ce=true_ce,
+            pos_label=None,
+            n_splits=n_splits,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            name=name,
+            ax=ax,
+            bar_kwargs=bar_kwargs,
+            despine=despine,
+        )
 
     @classmethod
     @validate_params(methods=_METHODS, n_bins=N_BINS)
@@ -644,8 +673,11 @@ pos_label, n_splits, random_state, n_jobs, name, ax
         True
         >>> plt.close(disp.figure_)
         """
-        data, rng, evaluate, common = _prepare(locals())
-        methods = common["methods"]
+        data = check_calibration_inputs(
+            y_true, y_proba, pos_label=pos_label, require_binary=True
+        )
+        methods = _methods(methods, perturbation_scale, lipschitz)
+        rng = check_random_generator(random_state)
         n_total = data.n_samples
         if sample_sizes is None:
             sizes = np.geomspace(min(1000, n_total), n_total, 6)
@@ -670,54 +702,54 @@ pos_label, n_splits, random_state, n_jobs, name, ax
         estimate = np.empty_like(upper)
         ece = np.empty(sizes.size)
         for j, size in enumerate(sizes):
-            bounds, ece[j] = evaluate(data.y[order[:size]], data.proba[order[:size]])
+            bounds, ece[j] = _bounds_and_ece(
+                data.y[order[:size]],
+                data.proba[order[:size]],
+                methods,
+                n_bins,
+                perturbation_scale=perturbation_scale,
+                lipschitz=lipschitz,
+                delta=delta,
+                n_splits=n_splits,
+                random_state=rng,
+                n_jobs=n_jobs,
+            )
             upper[:, j] = [b.upper for b in bounds]
             estimate[:, j] = [b.estimate for b in bounds]
-        disp = cls(
+        display = cls(
             upper=list(upper),
             estimate=list(estimate),
             sample_sizes=sizes,
             binned_ece=ece,
-            **common,
+            methods=methods,
+            n_bins=n_bins,
+            true_ce=None if true_ce is None else float(true_ce),
+            delta=delta,
+            name=name,
         )
-        return disp._render(ax=ax, bar_kwargs=line_kwargs, despine=despine)
+        return display._render(ax=ax, bar_kwargs=line_kwargs, despine=despine)
 
 
-def _prepare(args):
-    """Validated problem, random generator, evaluation and constructor options.
-
-    ``args`` are the arguments of a public ``from_*`` method. The evaluation
-    maps ``(y, s)`` to the certified bound of each method and the binned ECE.
-    """
-    data = check_calibration_inputs(
-        args["y_true"],
-        args["y_proba"],
-        pos_label=args["pos_label"],
-        require_binary=True,
-    )
-    methods = args["methods"]
+def _methods(methods, perturbation_scale, lipschitz):
+    """The bounds to draw, as a list (see ``methods`` of ``from_predictions``)."""
     if methods is None:
-        methods = _default_methods(args["perturbation_scale"], args["lipschitz"])
-    methods = [methods] if isinstance(methods, str) else list(methods)
-    rng = check_random_generator(args["random_state"])
-    keys = ("perturbation_scale", "lipschitz", "delta", "n_splits", "n_jobs")
-    options = {k: args[k] for k in keys}
-    options["random_state"] = rng
-
-    def evaluate(y, s):
-        return _evaluate(y, s, methods, args["n_bins"], **options)
-
-    common = {
-        "methods": methods,
-        "n_bins": args["n_bins"],
-        "true_ce": None if args["true_ce"] is None else float(args["true_ce"]),
-        "delta": args["delta"],
-        "name": args["name"],
-    }
-    return data, rng, evaluate, common
+        methods = _default_methods(perturbation_scale, lipschitz)
+    return [methods] if isinstance(methods, str) else list(methods)
 
 
-def _evaluate(y, s, methods, n_bins, *, perturbation_scale, lipschitz, **kwargs):
+def _bounds_and_ece(
+    y,
+    s,
+    methods,
+    n_bins,
+    *,
+    perturbation_scale,
+    lipschitz,
+    delta,
+    n_splits,
+    random_state,
+    n_jobs,
+):
     """Certified bound of each method and the binned ECE of one sample."""
     bounds = [
         # Each method only receives the constants it uses.
@@ -725,12 +757,15 @@ def _evaluate(y, s, methods, n_bins, *, perturbation_scale, lipschitz, **kwargs)
             y,
             s,
             method=method,
+            delta=delta,
             perturbation_scale=(
                 perturbation_scale if method in ("nw", "lipschitz") else None
             ),
             lipschitz=lipschitz if method == "lipschitz" else None,
+            n_splits=n_splits,
+            random_state=random_state,
+            n_jobs=n_jobs,
             return_details=True,
-            **kwargs,
         )
         for method in methods
     ]

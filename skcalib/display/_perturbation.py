@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._params import Dict, NoneOr, validate_params
-from ..perturbation import PerturbationScaleResult, select_perturbation_scale
+from .._params import Dict, HasMethods, NoneOr, validate_params
+from ..perturbation import select_perturbation_scale
 from ._plotting import (
     check_features,
     hide_spines,
@@ -398,11 +398,6 @@ class PerturbationDisplay:
         'LogisticRegression'
         >>> plt.close(disp.figure_)
         """
-        if not isinstance(result, PerturbationScaleResult):
-            raise TypeError(
-                "result must be a PerturbationScaleResult (the output of "
-                f"select_perturbation_scale); got {type(result).__name__}."
-            )
         return cls._from_result(
             result,
             name=name,
@@ -435,7 +430,7 @@ class PerturbationDisplay:
         )
 
     @classmethod
-    @validate_params(curve_kwargs=_STYLE)
+    @validate_params(estimator=HasMethods("fit", "predict_proba"), curve_kwargs=_STYLE)
     def from_estimator(
         cls,
         estimator,
@@ -491,11 +486,6 @@ n_jobs
         'C2'
         >>> plt.close(disp.figure_)
         """
-        if not hasattr(estimator, "fit"):
-            raise TypeError(
-                "estimator must be a scikit-learn classifier (with fit and "
-                f"predict_proba); got {type(estimator).__name__}."
-            )
         check_features(X, y)
         result = select_perturbation_scale(
             estimator,

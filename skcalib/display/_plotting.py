@@ -16,14 +16,11 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._backend import consistency as _cs
 from .._meta import align_proba_columns
+from .._params import check_seed_sequence
 from .._validation import (
-    MAX_BOOTSTRAP,
-    check_bool,
     check_calibration_inputs,
     check_groups,
-    check_int,
     check_sample_weight,
-    check_seed_sequence,
     check_target,
 )
 
@@ -309,15 +306,6 @@ CONSISTENCY_STYLE = {
 }
 
 
-def check_consistency(consistency_band, n_consistency):
-    """``(consistency_band, n_consistency)`` checked."""
-    consistency_band = check_bool(consistency_band, "consistency_band")
-    n_consistency = check_int(
-        n_consistency, "n_consistency", min_val=1, max_val=MAX_BOOTSTRAP
-    )
-    return consistency_band, n_consistency
-
-
 def consistency_bands(batches, n_consistency, confidence_level, random_state, n_jobs):
     """Pointwise consistency band of each task: ``[(low, high), ...]``.
 
@@ -419,16 +407,10 @@ class ReliabilityDisplayBase:
 
     Subclasses define ``_fields`` (per-curve data attributes, the first being
     an array), ``_value_field`` (the metric shown in the legend),
-    ``_metric_name``, ``_compute`` (the metric call) and ``_draw`` (artists of
-    one curve).
+    ``_metric_name`` and ``_draw`` (artists of one curve).
     """
 
     _fields = ()
-    # Names of the public ``from_*`` parameters that go to the metric, to the
-    # constructor and to ``plot``.
-    _opt_keys = ()
-    _init_keys = ()
-    _plot_keys = ()
     _value_field = None
     _metric_name = ""
     _multi_defaults = {"alpha": 0.6, "color": "C0"}
@@ -594,54 +576,13 @@ class ReliabilityDisplayBase:
     _density_label = "Density"
 
     @classmethod
-    def _route(cls, args):
-        """Split the arguments of a public ``from_*`` method by destination."""
-        spec = display_spec(
-            args.get("sample_weight"),
-            args.get("pos_label"),
-            args["multi_class"],
-            {k: args[k] for k in cls._opt_keys},
-            {k: args[k] for k in cls._init_keys},
-        )
-        plot_kwargs = {k: args[k] for k in cls._plot_keys}
-        return {"spec": spec, "name": args["name"], "plot_kwargs": plot_kwargs}
-
-    @classmethod
-    def _predictions(cls, y_true, y_proba, labels, spec):
-        """Per-curve records, the reduction shown, the positive label, the score range.
-
-        ``spec`` holds ``sample_weight``, ``pos_label``, ``multi_class``, the
-        metric options ``opts`` and the constructor extras ``init``.
-        """
-        common = {
-            "sample_weight": spec["sample_weight"],
-            "pos_label": spec["pos_label"],
-            "labels": labels,
-        }
-        data = check_calibration_inputs(y_true, y_proba, **common)
-        n_classes = 2 if data.kind == "binary" else data.proba.shape[1]
-        score_range = score_range_of(n_classes, spec["multi_class"])
-        records = cls._compute(
-            y_true,
-            y_proba,
-            multi_class=spec["multi_class"],
-            data=data,
-            score_range=score_range,
-            **common,
-            **spec["opts"],
-        )
-        for r in records:
-            if isinstance(r["class_label"], np.generic):
-                r["class_label"] = r["class_label"].item()
-        mc = None if data.kind == "binary" else spec["multi_class"]
-        return records, mc, data.pos_label, score_range
-
-    @classmethod
-    def _assemble(cls, records, multi_class, pos_label, name, spec, score_range):
+    def _assemble(cls, records, multi_class, pos_label, name, score_range, **init):
+        """An unplotted display of per-curve ``records``; ``init`` holds the
+        constructor's own options (the smoothing ``metric``, the ``norm``)."""
         fields = data_fields(records, cls._fields + ("class_label",))
         return cls(
             **fields,
-            **spec.get("init", {}),
+            **init,
             multi_class=multi_class,
             name=name,
             pos_label=pos_label,
@@ -649,36 +590,37 @@ class ReliabilityDisplayBase:
         )
 
     @classmethod
-    def _from_predictions(
-        cls, y_true, y_proba, *, labels, spec, name, plot_kwargs, groups=None
+    def _from_groups(
+        cls,
+        y_true,
+        y_proba,
+        groups,
+        *,
+        sample_weight,
+        pos_label,
+        labels,
+        curves,
+        curve_kwargs,
+        **init,
     ):
-        if groups is not None:
-            return cls._from_groups(
-                y_true,
-                y_proba,
-                groups,
-                labels=labels,
-                spec=spec,
-                plot_kwargs=plot_kwargs,
-            )
-        records, mc, pos, rng = cls._predictions(y_true, y_proba, labels, spec)
-        return cls._assemble(records, mc, pos, name, spec, rng)._plot(**plot_kwargs)
-
-    @classmethod
-    def _from_groups(cls, y_true, y_proba, groups, *, labels, spec, plot_kwargs):
         """One curve (one per class for a classwise diagram) per group, drawn
         as the curves of ``from_cv_results`` are, each with its own legend
-        entry ``group=<g> (n=<rows>)``."""
+        entry ``group=<g> (n=<rows>)``.
+
+        ``curves(y_true, y_proba, sample_weight, pos_label, labels)`` computes
+        the curves of one group's rows, as a display's records function returns
+        them. Returns the unplotted display and the curves' styles.
+        """
         data = check_calibration_inputs(
             y_true,
             y_proba,
-            sample_weight=spec["sample_weight"],
-            pos_label=spec["pos_label"],
+            sample_weight=sample_weight,
+            pos_label=pos_label,
             labels=labels,
         )
         _, names, index = check_groups(groups, data.n_samples)
         y_true, y_proba = _as_rows(y_true), _as_rows(y_proba)
-        weight = _as_rows(spec["sample_weight"])
+        weight = _as_rows(sample_weight)
         # The classes and positive class of the whole sample keep the groups'
         # columns (and panels) aligned when a group lacks some class.
         pos = data.pos_label if data.kind == "binary" else None
@@ -686,14 +628,13 @@ class ReliabilityDisplayBase:
         for g, label in enumerate(names):
             rows = np.flatnonzero(index == g)
             label = label.item() if isinstance(label, np.generic) else label
-            part_spec = {
-                **spec,
-                "sample_weight": None if weight is None else weight[rows],
-                "pos_label": pos,
-            }
             try:
-                part, mc, pos_label, rng = cls._predictions(
-                    y_true[rows], y_proba[rows], data.classes, part_spec
+                part, shown, pos_label, score_range = curves(
+                    y_true[rows],
+                    y_proba[rows],
+                    None if weight is None else weight[rows],
+                    pos,
+                    data.classes,
                 )
             except ValueError as exc:
                 raise ValueError(
@@ -704,43 +645,49 @@ class ReliabilityDisplayBase:
             group_of += [label] * len(part)
             names_of += [f"group={label} (n={rows.shape[0]})"] * len(part)
             color_of += [f"C{g % 10}"] * len(part)
-        curve_kwargs = plot_kwargs.get("curve_kwargs")
         if curve_kwargs is None or isinstance(curve_kwargs, Mapping):
             # One style per group (the same in every panel), unless given.
             curve_kwargs = [merge_style({"color": c}, curve_kwargs) for c in color_of]
-        display = cls._assemble(records, mc, pos_label, names_of, spec, rng)
+        display = cls._assemble(
+            records, shown, pos_label, names_of, score_range, **init
+        )
         display.group = group_of if len(group_of) > 1 else group_of[0]
-        return display._plot(**{**plot_kwargs, "curve_kwargs": curve_kwargs})
+        return display, curve_kwargs
 
-    @classmethod
-    def _from_estimator(cls, estimator, X, y, *, spec, name, plot_kwargs, groups=None):
-        y = check_features(X, y)
-        proba, classes, pos, name = predict_proba_of(
-            estimator, X, spec["pos_label"], name
-        )
-        return cls._from_predictions(
-            y,
-            proba,
-            labels=classes,
-            spec={**spec, "pos_label": pos},
-            name=name,
-            plot_kwargs=plot_kwargs,
-            groups=groups,
-        )
 
-    @classmethod
-    def _from_cv_results(cls, cv_results, X, y, *, spec, name, plot_kwargs):
-        records, mc, pos, rng = [], None, None, None
-        folds = cv_folds(cv_results, X, y, spec["sample_weight"])
-        all_classes = np.unique(np.asarray(y))
-        for estimator, X_test, y_test, sw in folds:
-            proba, classes, pos, _ = predict_proba_of(
-                estimator, X_test, spec["pos_label"], None, classes=all_classes
-            )
-            fold_spec = {**spec, "sample_weight": sw, "pos_label": pos}
-            fold, mc, pos, rng = cls._predictions(y_test, proba, classes, fold_spec)
-            records.extend(fold)
-        return cls._assemble(records, mc, pos, name, spec, rng)._plot(**plot_kwargs)
+def checked_problem(y_true, y_proba, *, sample_weight, pos_label, labels, multi_class):
+    """The checked problem of a diagram, the reduction it shows (None for a
+    binary problem) and the range of its scores."""
+    data = check_calibration_inputs(
+        y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
+    )
+    n_classes = 2 if data.kind == "binary" else data.proba.shape[1]
+    shown = None if data.kind == "binary" else multi_class
+    return data, shown, score_range_of(n_classes, multi_class)
+
+
+def plain_labels(records):
+    """``records`` with numpy scalar class labels as Python ones."""
+    for r in records:
+        if isinstance(r["class_label"], np.generic):
+            r["class_label"] = r["class_label"].item()
+    return records
+
+
+def fold_curves(cv_results, X, y, *, sample_weight, pos_label, curves):
+    """The curves of every cross-validation split, each fold's model on its
+    test rows: ``curves(y_true, y_proba, sample_weight, pos_label, labels)``
+    as for groups; returns ``(records, shown, pos_label, score_range)``."""
+    records, shown, pos, score_range = [], None, None, None
+    folds = cv_folds(cv_results, X, y, sample_weight)
+    all_classes = np.unique(np.asarray(y))
+    for estimator, X_test, y_test, sw in folds:
+        proba, classes, fold_pos, _ = predict_proba_of(
+            estimator, X_test, pos_label, None, classes=all_classes
+        )
+        fold, shown, pos, score_range = curves(y_test, proba, sw, fold_pos, classes)
+        records.extend(fold)
+    return records, shown, pos, score_range
 
 
 def _as_rows(x):
@@ -750,14 +697,3 @@ def _as_rows(x):
     if hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):
         return x.to_numpy()
     return np.asarray(x)
-
-
-def display_spec(sample_weight, pos_label, multi_class, opts, init=None):
-    """What a display computes, as the ``spec`` of the ``_from_*`` helpers."""
-    return {
-        "sample_weight": sample_weight,
-        "pos_label": pos_label,
-        "multi_class": multi_class,
-        "opts": opts,
-        "init": {} if init is None else init,
-    }

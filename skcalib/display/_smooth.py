@@ -9,18 +9,29 @@ import numpy as np
 from .._backend.consistency import SmoothCurveBatch
 from .._backend.density import grid_samples, local_sample_size, score_density
 from .._backend.smece import LOGIT_EPS, GridGeometry
-from .._params import MAX_BOOTSTRAP, AnyOf, Interval, StrOptions, validate_params
-from .._validation import binary_tasks, check_random_generator
-from ..metrics import smooth_calibration_curve
+from .._params import (
+    MAX_BOOTSTRAP,
+    AnyOf,
+    Interval,
+    StrOptions,
+    check_random_generator,
+    validate_params,
+)
+from .._validation import binary_tasks
+from ..metrics._smooth import smooth_calibration_curve
 from ._plotting import (
     CONSISTENCY_LABEL,
     CONSISTENCY_STYLE,
     ReliabilityDisplayBase,
-    check_consistency,
+    check_features,
+    checked_problem,
     consistency_bands,
     consistency_label,
+    fold_curves,
     level_text,
     merge_style,
+    plain_labels,
+    predict_proba_of,
     score_range_of,
     stack_curves,
     to_table,
@@ -109,6 +120,77 @@ def _records(curves, tasks, *, metric, score_range, density_bandwidth):
             }
         )
     return records
+
+
+def _smooth_records(
+    y_true,
+    y_proba,
+    sample_weight,
+    pos_label,
+    labels,
+    *,
+    multi_class,
+    sigma,
+    metric,
+    n_bootstrap,
+    confidence_level,
+    ci_method,
+    random_state,
+    n_jobs,
+    density_bandwidth,
+    consistency_band,
+    n_consistency,
+):
+    """The curves of one sample: ``(records, shown, pos_label, score_range)``.
+
+    The reduction ``shown`` is None for a binary problem; a record holds one
+    curve's data (see :func:`_records`).
+    """
+    data, shown, score_range = checked_problem(
+        y_true,
+        y_proba,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        multi_class=multi_class,
+    )
+    curves = smooth_calibration_curve(
+        y_true,
+        y_proba,
+        sigma=sigma,
+        metric=metric,
+        multi_class=multi_class,
+        n_bootstrap=_resolve_bootstrap(n_bootstrap, data.n_samples),
+        confidence_level=confidence_level,
+        ci_method=ci_method,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        random_state=random_state,
+        n_jobs=n_jobs,
+    )
+    curves = curves if isinstance(curves, list) else [curves]
+    tasks = binary_tasks(data, multi_class)
+    records = _records(
+        curves,
+        tasks,
+        metric=metric,
+        score_range=score_range,
+        density_bandwidth=density_bandwidth,
+    )
+    if consistency_band:
+        geometry = GridGeometry(metric)
+        batches = [
+            SmoothCurveBatch(s, w, geometry, c.sigma, len(c.scores) - 1)
+            for c, (_, s, w) in zip(curves, tasks, strict=True)
+        ]
+        bands = consistency_bands(
+            batches, n_consistency, confidence_level, random_state, n_jobs
+        )
+        for r, (lo, hi) in zip(records, bands, strict=True):
+            r["y_consistency_low"], r["y_consistency_high"] = lo, hi
+            r["confidence_level"] = confidence_level
+    return plain_labels(records), shown, data.pos_label, score_range
 
 
 class SmoothReliabilityDisplay(ReliabilityDisplayBase):
@@ -247,29 +329,6 @@ default=None
     )
     _value_field = "smece"
     _metric_name = "smECE"
-    _opt_keys = (
-        "sigma",
-        "metric",
-        "n_bootstrap",
-        "confidence_level",
-        "ci_method",
-        "random_state",
-        "n_jobs",
-        "density_bandwidth",
-        "consistency_band",
-        "n_consistency",
-    )
-    _init_keys = ("metric",)
-    _plot_keys = (
-        "ax",
-        "curve_kwargs",
-        "ref_line",
-        "ref_line_kw",
-        "density_width",
-        "density_panel",
-        "fade_below",
-        "despine",
-    )
 
     def __init__(
         self,
@@ -598,63 +657,6 @@ default=None
         else:
             self.ribbon_, self.band_, self.fade_, self.consistency_band_ = extras
 
-    @staticmethod
-    def _compute(
-        y_true,
-        y_proba,
-        *,
-        sample_weight,
-        pos_label,
-        labels,
-        multi_class,
-        data,
-        score_range,
-        density_bandwidth,
-        n_bootstrap,
-        consistency_band,
-        n_consistency,
-        **opts,
-    ):
-        consistency_band, n_consistency = check_consistency(
-            consistency_band, n_consistency
-        )
-        curves = smooth_calibration_curve(
-            y_true,
-            y_proba,
-            sample_weight=sample_weight,
-            pos_label=pos_label,
-            labels=labels,
-            multi_class=multi_class,
-            n_bootstrap=_resolve_bootstrap(n_bootstrap, data.n_samples),
-            **opts,
-        )
-        curves = curves if isinstance(curves, list) else [curves]
-        tasks = binary_tasks(data, multi_class)
-        records = _records(
-            curves,
-            tasks,
-            metric=opts["metric"],
-            score_range=score_range,
-            density_bandwidth=density_bandwidth,
-        )
-        if consistency_band:
-            geometry = GridGeometry(opts["metric"])
-            batches = [
-                SmoothCurveBatch(s, w, geometry, c.sigma, len(c.scores) - 1)
-                for c, (_, s, w) in zip(curves, tasks, strict=True)
-            ]
-            bands = consistency_bands(
-                batches,
-                n_consistency,
-                opts["confidence_level"],
-                opts["random_state"],
-                opts["n_jobs"],
-            )
-            for r, (lo, hi) in zip(records, bands, strict=True):
-                r["y_consistency_low"], r["y_consistency_high"] = lo, hi
-                r["confidence_level"] = opts["confidence_level"]
-        return records
-
     @classmethod
     def _from_curves(
         cls,
@@ -676,8 +678,9 @@ default=None
             score_range=score_range,
             density_bandwidth=density_bandwidth,
         )
-        spec = {"init": {"metric": "l1"}}
-        return cls._assemble(records, multi_class, pos_label, name, spec, score_range)
+        return cls._assemble(
+            records, multi_class, pos_label, name, score_range, metric="l1"
+        )
 
     @classmethod
     @validate_params()
@@ -737,13 +740,6 @@ density_panel, fade_below, despine
         'Classifier (smECE = 0.0...)'
         >>> plt.close(disp.figure_)
         """
-        from ..metrics import CalibrationAccumulator
-
-        if not isinstance(accumulator, CalibrationAccumulator):
-            raise TypeError(
-                "accumulator must be a fitted CalibrationAccumulator; got "
-                f"{type(accumulator).__name__}."
-            )
         curves = accumulator.calibration_curve()
         n_classes = len(accumulator.classes_)
         multi_class = accumulator.multi_class if n_classes > 2 else None
@@ -879,8 +875,55 @@ density_panel, fade_below, despine
 'Width ∝ score density']
         >>> plt.close(disp.figure_)
         """
-        return cls._from_predictions(
-            y_true, y_proba, labels=labels, groups=groups, **cls._route(locals())
+
+        def curves(y_true, y_proba, sample_weight, pos_label, labels):
+            return _smooth_records(
+                y_true,
+                y_proba,
+                sample_weight,
+                pos_label,
+                labels,
+                multi_class=multi_class,
+                sigma=sigma,
+                metric=metric,
+                n_bootstrap=n_bootstrap,
+                confidence_level=confidence_level,
+                ci_method=ci_method,
+                random_state=random_state,
+                n_jobs=n_jobs,
+                density_bandwidth=density_bandwidth,
+                consistency_band=consistency_band,
+                n_consistency=n_consistency,
+            )
+
+        if groups is None:
+            records, shown, pos_label, score_range = curves(
+                y_true, y_proba, sample_weight, pos_label, labels
+            )
+            display = cls._assemble(
+                records, shown, pos_label, name, score_range, metric=metric
+            )
+        else:
+            display, curve_kwargs = cls._from_groups(
+                y_true,
+                y_proba,
+                groups,
+                sample_weight=sample_weight,
+                pos_label=pos_label,
+                labels=labels,
+                curves=curves,
+                curve_kwargs=curve_kwargs,
+                metric=metric,
+            )
+        return display.plot(
+            ax,
+            curve_kwargs=curve_kwargs,
+            ref_line=ref_line,
+            ref_line_kw=ref_line_kw,
+            density_width=density_width,
+            density_panel=density_panel,
+            fade_below=fade_below,
+            despine=despine,
         )
 
     @classmethod
@@ -963,8 +1006,37 @@ fade_below, despine
         'LogisticRegression (smECE = 0.0...)\\n95% CI [0.0..., 0.0...]'
         >>> plt.close(disp.figure_)
         """
-        return cls._from_estimator(
-            estimator, X, y, groups=groups, **cls._route(locals())
+        y = check_features(X, y)
+        proba, classes, pos_label, name = predict_proba_of(
+            estimator, X, pos_label, name
+        )
+        return cls.from_predictions(
+            y,
+            proba,
+            sigma=sigma,
+            metric=metric,
+            multi_class=multi_class,
+            n_bootstrap=n_bootstrap,
+            confidence_level=confidence_level,
+            ci_method=ci_method,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=classes,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            density_bandwidth=density_bandwidth,
+            consistency_band=consistency_band,
+            n_consistency=n_consistency,
+            name=name,
+            ax=ax,
+            curve_kwargs=curve_kwargs,
+            ref_line=ref_line,
+            ref_line_kw=ref_line_kw,
+            density_width=density_width,
+            density_panel=density_panel,
+            fade_below=fade_below,
+            despine=despine,
+            groups=groups,
         )
 
     @classmethod
@@ -1047,4 +1119,45 @@ fade_below, despine
         """
         # One generator for all splits: each split gets its own resamples.
         random_state = check_random_generator(random_state)
-        return cls._from_cv_results(cv_results, X, y, **cls._route(locals()))
+
+        def curves(y_true, y_proba, sample_weight, pos_label, labels):
+            return _smooth_records(
+                y_true,
+                y_proba,
+                sample_weight,
+                pos_label,
+                labels,
+                multi_class=multi_class,
+                sigma=sigma,
+                metric=metric,
+                n_bootstrap=n_bootstrap,
+                confidence_level=confidence_level,
+                ci_method=ci_method,
+                random_state=random_state,
+                n_jobs=n_jobs,
+                density_bandwidth=density_bandwidth,
+                consistency_band=consistency_band,
+                n_consistency=n_consistency,
+            )
+
+        records, shown, pos_label, score_range = fold_curves(
+            cv_results,
+            X,
+            y,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            curves=curves,
+        )
+        display = cls._assemble(
+            records, shown, pos_label, name, score_range, metric=metric
+        )
+        return display.plot(
+            ax,
+            curve_kwargs=curve_kwargs,
+            ref_line=ref_line,
+            ref_line_kw=ref_line_kw,
+            density_width=density_width,
+            density_panel=density_panel,
+            fade_below=fade_below,
+            despine=despine,
+        )

@@ -11,6 +11,8 @@ __all__ = [
     "calibration_error_bound",
     "CalibrationAccumulator",
     "CalibrationBoundScorer",
+    "CalibrationMonitor",
+    "ChangeTestResult",
     "CalibrationScorer",
     "CalibrationSummary",
     "CalibrationTestResult",
@@ -26,6 +28,7 @@ __all__ = [
     "smooth_ece",
     "SmoothECEResult",
     "StreamingCalibrationBound",
+    "MonitoringReport",
 ]
 
 # Public name -> submodule defining it, loaded on first access (PEP 562), so
@@ -38,7 +41,7 @@ _LAZY = {
     "StreamingCalibrationBound": "._streaming_bound",
     "binned_calibration_error": "._binned",
     "BinnedCalibrationResult": "._results",
-    "CalibrationBoundScorer": "._bound_scorer",
+    "CalibrationBoundScorer": "._scorer",
     "CalibrationBound": "._results",
     "calibration_error_bound": "._bounds",
     "KDECalibrationResult": "._results",
@@ -57,6 +60,9 @@ _LAZY = {
     "smooth_calibration_curve": "._smooth",
     "smooth_ece": "._smooth",
     "SmoothECEResult": "._results",
+    "CalibrationMonitor": "._monitor",
+    "ChangeTestResult": "._monitor",
+    "MonitoringReport": "._monitor",
 }
 
 

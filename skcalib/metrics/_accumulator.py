@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .._backend import smece as _sm
@@ -28,18 +30,22 @@ from .._backend.distributed import (
     node_statistics,
 )
 from .._backend.grid import FINE_M
-from .._params import check_param
+from .._params import (
+    MAX_BINS,
+    RULES,
+    Interval,
+    check_binned_options,
+    check_estimator_params,
+    check_sigma,
+    validate_params,
+)
 from .._validation import (
     binary_tasks,
-    check_binned_options,
-    check_bool,
     check_calibration_inputs,
     check_label_chunk,
-    check_option,
     check_probability_array,
     check_same_label_kind,
     check_sample_weight,
-    check_sigma,
     default_pos_label,
     greater_label,
 )
@@ -67,10 +73,10 @@ class CalibrationAccumulator:
 
     Keeps, on a fixed grid of ``2**16`` cells of [0, 1], the per-cell moments
     ``sum w``, ``sum w theta``, ``sum w theta^2`` (``theta`` = position inside
-    the cell), the sample count and ``sum w^2`` for each class. These are the
-    sufficient statistics of every grid-based estimate (SmoothECE, the smooth
+    the cell) and the sample count for each class. These are the sufficient
+    statistics of every grid-based estimate (SmoothECE, the smooth
     reliability curve, grid-aligned binned errors): they add up over chunks, so
-    the accumulator needs about 5 MB whatever the number of samples, and
+    the accumulator needs about 4 MB whatever the number of samples, and
     accumulators built on separate partitions combine with :meth:`merge`.
 
     The results equal the in-memory functions run on the concatenated data (up
@@ -153,6 +159,12 @@ class CalibrationAccumulator:
     >>> print(round(smooth_ece(y3, P, labels=labels, multi_class="classwise"), 5))
     0.01022
     """
+
+    _parameter_constraints = {
+        "pos_label": RULES["pos_label"],
+        "labels": RULES["labels"],
+        "multi_class": RULES["multi_class"],
+    }
 
     def __init__(self, *, pos_label=None, labels=None, multi_class="top-label"):
         self.pos_label = pos_label
@@ -244,6 +256,7 @@ class CalibrationAccumulator:
         pos = greater_label(self.classes_) if self.pos_label is None else self.pos_label
         return proba[:, _position(self.classes_, pos)]
 
+    @validate_params()
     def partial_fit(self, y_true, y_proba, sample_weight=None):
         """Add a chunk of labels and predicted probabilities.
 
@@ -294,7 +307,7 @@ class CalibrationAccumulator:
     # -- multiclass: one binary accumulator per reduced problem -------------
     def _multiclass_chunk(self, proba):
         """Whether ``proba`` is a multiclass chunk (raises on a change of kind)."""
-        check_option("multi_class", self.multi_class, ("top-label", "classwise"))
+        check_estimator_params(self)
         multiclass = proba.ndim == 2 and proba.shape[1] > 2
         started = getattr(self, "n_samples_", 0) > 0 or hasattr(self, "tasks_")
         if started and multiclass != hasattr(self, "tasks_"):
@@ -414,6 +427,251 @@ class CalibrationAccumulator:
         self._one_column |= getattr(other, "_one_column", False)
         return self
 
+    # -- portable state ---------------------------------------------------
+    def to_bytes(self):
+        """The state of the accumulator as portable, versioned bytes.
+
+        The bytes hold the parameters, the classes seen and the moments of
+        the occupied grid cells only (compressed), so their size grows with
+        the number of distinct cells the scores fall in, not with the number
+        of samples. Unlike a pickle they can be stored and shared: later
+        versions of skcalib read them, and reading runs no code from them.
+        Read more in the :ref:`User Guide <monitoring>`.
+
+        Returns
+        -------
+        bytes
+            The state; read it back with :meth:`from_bytes`.
+
+        See Also
+        --------
+        from_bytes : The accumulator of the bytes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skcalib.metrics import CalibrationAccumulator
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.beta(2, 5, size=10_000)
+        >>> acc = CalibrationAccumulator().partial_fit(rng.uniform(size=10_000) < p, p)
+        >>> data = acc.to_bytes()
+        >>> copy = CalibrationAccumulator.from_bytes(data)
+        >>> copy.smooth_ece() == acc.smooth_ece()
+        True
+        """
+        from ._state import StateWriter, encode_labels, encode_scalar
+
+        writer = StateWriter(type(self).__name__)
+        header = writer.header
+        header["grid"] = FINE_M
+        header["params"] = {
+            "pos_label": encode_scalar(self.pos_label),
+            "labels": encode_labels(self.labels),
+            "multi_class": self.multi_class,
+        }
+        header["n_samples"] = int(getattr(self, "n_samples_", 0))
+        if hasattr(self, "tasks_"):
+            header["classes"] = encode_labels(self.classes_)
+            header["tasks"] = [
+                task._write_moments(writer, f"task{i}.")
+                for i, task in enumerate(self.tasks_)
+            ]
+        elif hasattr(self, "moments_"):
+            header["binary"] = self._write_moments(writer, "")
+        return writer.tobytes()
+
+    def _write_moments(self, writer, prefix):
+        from ._state import encode_cells, encode_labels
+
+        moments = self.moments_
+        occupied = np.flatnonzero(np.any(moments != 0, axis=(0, 1)))
+        # Unit weights: the weight of a cell and its sum of squared weights
+        # are its count, kept once as an integer (which compresses far better
+        # than its float).
+        count_is_weight = bool(
+            np.array_equal(moments[3], moments[0])
+            and np.array_equal(moments[4], moments[0])
+        )
+        sums = moments[1:3] if count_is_weight else moments[[0, 1, 2, 4]]
+        writer.add_array(prefix + "cells", encode_cells(occupied))
+        writer.add_array(prefix + "counts", moments[3][:, occupied].astype(np.int64))
+        writer.add_array(prefix + "sums", sums[:, :, occupied])
+        return {
+            "classes": encode_labels(self.classes_),
+            "n_samples": int(self.n_samples_),
+            "total_weight": float(self._total_weight),
+            "one_column": bool(self._one_column),
+            "count_is_weight": count_is_weight,
+        }
+
+    @classmethod
+    @validate_params()
+    def from_bytes(cls, data):
+        """The accumulator whose state :meth:`to_bytes` wrote.
+
+        Every field is checked: bytes that are not a state, truncated,
+        corrupt, of an unknown format version or with impossible values
+        (negative counts, non-finite sums, moments that exceed their
+        weights) raise a ``ValueError`` saying what is wrong, before any
+        array larger than the bytes declare is allocated.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            The output of :meth:`to_bytes` (of this version or an earlier one).
+
+        Returns
+        -------
+        accumulator : CalibrationAccumulator
+            Equal to the one that wrote ``data``: its results, and those of
+            its merges with other accumulators, are the same bit for bit.
+
+        See Also
+        --------
+        to_bytes : The bytes of an accumulator.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skcalib.metrics import CalibrationAccumulator
+        >>> rng = np.random.default_rng(0)
+        >>> days = []
+        >>> for day in range(3):
+        ...     p = rng.beta(2, 5, size=5_000)
+        ...     y = rng.uniform(size=5_000) < p
+        ...     days.append(CalibrationAccumulator().partial_fit(y, p).to_bytes())
+        >>> total = CalibrationAccumulator()
+        >>> for data in days:
+        ...     total = total.merge(CalibrationAccumulator.from_bytes(data))
+        >>> total.n_samples_
+        15000
+        >>> CalibrationAccumulator.from_bytes(b"not a state")
+        Traceback (most recent call last):
+        ...
+        ValueError: data is not a skcalib state: ...
+        """
+        from ._state import StateReader, decode_labels, decode_scalar
+
+        state = StateReader(data, cls.__name__)
+        state.check_grid(FINE_M)
+        params = state.get("params", dict)
+        multi_class = state.get("multi_class", str, params)
+        if multi_class not in ("top-label", "classwise"):
+            raise ValueError(f"The state's multi_class {multi_class!r} is unknown.")
+        obj = cls(
+            pos_label=decode_scalar(params.get("pos_label"), "pos_label"),
+            labels=decode_labels(params.get("labels"), "labels"),
+            multi_class=multi_class,
+        )
+        n_samples = state.get("n_samples", int)
+        if "tasks" in state.header:
+            obj._read_tasks(state, n_samples)
+        elif "binary" in state.header:
+            obj._read_moments(state, state.get("binary", dict), "", n_samples)
+        elif n_samples:
+            raise ValueError("The state declares samples but holds no moments.")
+        return obj
+
+    def _read_moments(self, state, info, prefix, n_samples):
+        from ._state import (
+            check_nonnegative,
+            check_not_above,
+            decode_cells,
+            decode_labels,
+        )
+
+        count_is_weight = state.get("count_is_weight", bool, info)
+        cells = decode_cells(state.array(prefix + "cells"), FINE_M, "cells")
+        k = cells.shape[0]
+        count = state.array(prefix + "counts", (N_SLOTS, k))
+        sums = state.array(prefix + "sums", (2 if count_is_weight else 4, N_SLOTS, k))
+        count = count.astype(np.float64)
+        if count_is_weight:
+            weight, theta, theta2, squares = count, sums[0], sums[1], count
+        else:
+            weight, theta, theta2, squares = sums
+        check_nonnegative(weight, "weights")
+        if np.any(count < 0) or count.sum() > 2**53:
+            raise ValueError("The state's counts must be non-negative and below 2**53.")
+        check_nonnegative(theta, "first moments")
+        check_nonnegative(theta2, "second moments")
+        check_not_above(theta, weight, "first moments", "weights")
+        check_not_above(theta2, theta, "second moments", "first moments")
+        check_nonnegative(squares, "sums of squared weights")
+        # 0 <= sum w^2 <= (sum w)^2 <= count * sum w^2 (Cauchy-Schwarz)
+        check_not_above(squares, weight * weight, "sums of squared weights", "bound")
+        check_not_above(weight * weight, count * squares, "weights", "bound")
+        if np.any((count == 0) & (weight > 0)):
+            raise ValueError("The state has weight in cells that hold no sample.")
+        if state.get("n_samples", int, info) != n_samples or count.sum() != n_samples:
+            raise ValueError(
+                f"The state declares {n_samples} samples but its cells count "
+                f"{count.sum():.0f}."
+            )
+        total = state.get("total_weight", (int, float), info)
+        held = float(weight.sum())
+        if not (np.isfinite(total) and total >= 0) or abs(total - held) > 1e-9 * max(
+            total, held, 1e-300
+        ):
+            raise ValueError(
+                f"The state's total weight {total!r} does not match its cells ({held})."
+            )
+        classes = decode_labels(state.get("classes", dict, info), "classes")
+        self._check_classes(classes, n_samples)
+        moments = empty_moments(FINE_M)
+        for row, values in enumerate((weight, theta, theta2, count, squares)):
+            moments[row][:, cells] = values
+        used = np.any(moments != 0, axis=(0, 2))
+        if np.any(used[classes.shape[0] :]):
+            raise ValueError("The state has moments in a slot of no class.")
+        self.moments_ = moments
+        self.classes_ = classes
+        self.n_samples_ = n_samples
+        self._total_weight = float(total)
+        self._one_column = state.get("one_column", bool, info)
+
+    def _check_classes(self, classes, n_samples):
+        n = classes.shape[0]
+        bad = n > N_SLOTS or (n_samples > 0 and n == 0)
+        if not bad and self.labels is not None:
+            bad = not np.array_equal(classes, np.asarray(self.labels))
+        elif not bad and n == 2:
+            bad = not classes[0] < classes[1]
+        if bad:
+            raise ValueError(
+                f"The state's classes {classes.tolist()} do not fit its labels "
+                f"{self.labels!r} and samples."
+            )
+
+    def _read_tasks(self, state, n_samples):
+        from ._state import decode_labels
+
+        tasks = state.get("tasks", list)
+        labels = None if self.labels is None else np.asarray(self.labels)
+        if labels is None or labels.shape[0] < 3 or self.pos_label is not None:
+            raise ValueError(
+                "The state has multiclass tasks but not the labels of a "
+                "multiclass problem."
+            )
+        want = 1 if self.multi_class == "top-label" else labels.shape[0]
+        if len(tasks) != want:
+            raise ValueError(
+                f"The state has {len(tasks)} tasks; multi_class={self.multi_class!r} "
+                f"with {labels.shape[0]} classes has {want}."
+            )
+        classes = decode_labels(state.get("classes", dict), "classes")
+        if not np.array_equal(classes, labels):
+            raise ValueError("The state's classes differ from its labels.")
+        self.tasks_ = []
+        for i, info in enumerate(tasks):
+            if not isinstance(info, dict):
+                raise ValueError("Each task of the state must be an object.")
+            task = self._task_accumulator()
+            task._read_moments(state, info, f"task{i}.", n_samples)
+            self.tasks_.append(task)
+        self.classes_ = classes
+        self.n_samples_ = n_samples
+
     # -- results ----------------------------------------------------------
     def _parts(self):
         """The binary accumulators whose results are combined: ``self``, or
@@ -462,6 +720,7 @@ class CalibrationAccumulator:
         stats = [part._statistics() for part in self._parts()]
         return np.stack(stats) if self._reduction() == "classwise" else stats[0]
 
+    @validate_params()
     def smooth_ece(self, *, sigma=None, return_details=False):
         """SmoothECE of the accumulated data (see :func:`smooth_ece`).
 
@@ -477,7 +736,6 @@ class CalibrationAccumulator:
         smece : float or SmoothECEResult
             The mean over classes for ``multi_class="classwise"``.
         """
-        check_bool(return_details, "return_details")
         fits = [self._smece(sigma, part._statistics()) for part in self._parts()]
         value = float(np.mean([v for v, _ in fits]))
         if not return_details:
@@ -504,6 +762,7 @@ class CalibrationAccumulator:
         sigma = check_sigma(sigma)
         return _sm.smece_at(stats, sigma, _L1), sigma
 
+    @validate_params()
     def calibration_curve(self, *, sigma=None):
         """Smooth reliability curve of the accumulated data.
 
@@ -542,6 +801,7 @@ class CalibrationAccumulator:
             curve.label = label
         return curves
 
+    @validate_params(n_bins=Interval(numbers.Integral, 1, MAX_BINS))
     def binned_calibration_error(
         self, *, n_bins=15, norm="l1", debias=False, root=True, return_details=False
     ):
@@ -577,8 +837,7 @@ class CalibrationAccumulator:
         error : float or BinnedCalibrationResult
             The mean over classes for ``multi_class="classwise"``.
         """
-        n_bins = check_param("n_bins", n_bins)
-        check_binned_options(norm, debias, root, return_details)
+        check_binned_options(norm, debias, root)
         tables = [part._bin_table(n_bins) for part in self._parts()]
         values = [binned_error_value(t, norm, debias, not root) for t in tables]
         value = float(np.mean(values))

@@ -13,21 +13,17 @@ from .._backend.binning import (
     uniform_edges,
 )
 from .._backend.distributed import any_dask
-from .._validation import (
-    binary_tasks,
-    check_binned_options,
-    check_calibration_inputs,
-    check_n_bins,
-    check_option,
-)
+from .._params import check_binned_options, check_n_bins, validate_params
+from .._validation import binary_tasks
+from ._array_api import binned_tables, calibration_inputs, host_weight
 from ._dask import dask_binned_calibration_error
 from ._groups import by_group
 from ._results import BinnedCalibrationResult
-from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["binned_calibration_error"]
 
 
+@validate_params()
 @by_group
 def binned_calibration_error(
     y_true,
@@ -75,7 +71,9 @@ def binned_calibration_error(
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
+        True labels.
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probability of the positive class, or of each class.
     n_bins : int or "cbrt", default=15
         Number of bins; ``"cbrt"`` uses ``ceil(n ** (1/3))`` with ``n`` the
         number of samples of positive weight.
@@ -100,9 +98,9 @@ def binned_calibration_error(
     root : bool, default=True
         Only for ``norm="l2"``: ``True`` (the default) returns the root mean
         squared gap (RMSCE), ``False`` the mean squared gap itself. The other
-        norms have no square: ``root=False`` is refused with them. (The
+        norms have no square: ``root=False`` is refused with them. The
         default differs from :func:`kde_calibration_error`'s ``root=False``,
-        which returns the ``p``-th power by default.)
+        which returns the ``p``-th power by default.
     multi_class : {"top-label", "classwise"}, default="top-label"
         Reduction for multiclass ``y_proba`` (ignored for binary problems).
     sample_weight : array-like of shape (n_samples,), default=None
@@ -139,12 +137,20 @@ def binned_calibration_error(
 
     Returns
     -------
-    error : float, BinnedCalibrationResult or GroupedCalibrationResult
-        A :class:`BinnedCalibrationResult` with ``return_details=True``.
+    float, BinnedCalibrationResult or GroupedCalibrationResult
+        The error; a :class:`BinnedCalibrationResult` with
+        ``return_details=True``.
         With ``groups``, a :class:`GroupedCalibrationResult` instead,
         whatever ``return_details`` (which then keeps each group's
         :class:`BinnedCalibrationResult` in its ``details``): the per-group
         breakdown is what was asked for.
+
+    Notes
+    -----
+    Under scikit-learn's ``array_api_dispatch=True``, PyTorch, JAX and
+    array-api-strict input is binned in its own namespace and on its device
+    (the result is a float, as without dispatch); other input is converted
+    to NumPy. Read more in the :ref:`User Guide <training>`.
 
     References
     ----------
@@ -188,11 +194,14 @@ def binned_calibration_error(
             labels=labels,
             return_details=return_details,
         )
-    check_option("strategy", strategy, ("uniform", "quantile"))
-    check_option("multi_class", multi_class, ("top-label", "classwise"))
-    check_binned_options(norm, debias, root, return_details)
-    data = check_calibration_inputs(
-        y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
+    check_binned_options(norm, debias, root)
+    data, on_device = calibration_inputs(
+        y_true,
+        y_proba,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        caller="binned_calibration_error",
     )
     # Only "cbrt" reads the number of rows of positive weight (a pass at 1e7).
     n_positive = 0
@@ -200,23 +209,16 @@ def binned_calibration_error(
         n_positive = (
             data.n_samples
             if data.unit_weight
-            else int(np.count_nonzero(data.sample_weight))
+            else int(
+                np.count_nonzero(host_weight(data) if on_device else data.sample_weight)
+            )
         )
     n_bins = check_n_bins(n_bins, n_positive)
-    # without weights the bin sums need no products, no pass over w and no
-    # array of ones (w is None then)
-    unit = True if data.unit_weight else None
-    values, tables = [], []
-    for y, s, w in binary_tasks(data, multi_class, unit_as_none=True):
-        if strategy == "uniform":
-            table = bin_table(y, s, w, uniform_edges(n_bins), unit_weight=unit)
-        elif unit and s.shape[0] >= SELECT_MIN:
-            table = quantile_table(y, s, n_bins)
-        else:
-            edges = quantile_edges(s, w, n_bins, unit_weight=unit is True)
-            table = bin_table(y, s, w, edges, unit_weight=unit)
-        values.append(binned_error_value(table, norm, debias, not root))
-        tables.append(table)
+    if on_device:
+        tables = binned_tables(data, multi_class, strategy, n_bins)
+    else:
+        tables = _tables(data, multi_class, strategy, n_bins)
+    values = [binned_error_value(t, norm, debias, not root) for t in tables]
     value = float(np.mean(values))
     if not return_details:
         return value
@@ -236,15 +238,19 @@ def binned_calibration_error(
     )
 
 
-register_scorer(
-    "neg_expected_calibration_error",
-    CalibrationScorer(
-        binned_calibration_error, n_bins=15, strategy="uniform", norm="l1"
-    ),
-)
-register_scorer(
-    "neg_l2_calibration_error",
-    CalibrationScorer(
-        binned_calibration_error, n_bins="cbrt", strategy="quantile", norm="l2"
-    ),
-)
+def _tables(data, multi_class, strategy, n_bins):
+    """Bin table of each binary problem of ``data`` (NumPy)."""
+    # without weights the bin sums need no products, no pass over w and no
+    # array of ones (w is None then)
+    unit = True if data.unit_weight else None
+    tables = []
+    for y, s, w in binary_tasks(data, multi_class, unit_as_none=True):
+        if strategy == "uniform":
+            table = bin_table(y, s, w, uniform_edges(n_bins), unit_weight=unit)
+        elif unit and s.shape[0] >= SELECT_MIN:
+            table = quantile_table(y, s, n_bins)
+        else:
+            edges = quantile_edges(s, w, n_bins, unit_weight=unit is True)
+            table = bin_table(y, s, w, edges, unit_weight=unit)
+        tables.append(table)
+    return tables

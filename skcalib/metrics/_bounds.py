@@ -30,13 +30,12 @@ from .._backend.window import (
     window_moments,
     window_prefix_sums,
 )
-from .._params import StrOptions, validate_params
+from .._params import StrOptions, check_random_generator, validate_params
 from .._validation import (
     binary_tasks,
     check_calibration_inputs,
     check_perturbed_scores,
     check_perturbed_spread,
-    check_random_generator,
 )
 from ._dask import dask_calibration_error_bound
 from ._groups import by_group
@@ -220,8 +219,8 @@ def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
     return {"variation": float(variation), "assume": assume}
 
 
-@by_group
 @validate_params(method=StrOptions(*_METHODS), multi_class=StrOptions(*_MULTI_CLASS))
+@by_group
 def calibration_error_bound(
     y_true,
     y_proba,

@@ -14,12 +14,15 @@ from .._backend.binning import uniform_edges
 from .._params import (
     MAX_BINS,
     MAX_BOOTSTRAP,
+    AnyOf,
     Interval,
+    IsCallable,
     NoneOr,
     StrOptions,
+    check_seed_sequence,
     validate_params,
 )
-from .._validation import binary_tasks, check_calibration_inputs, check_seed_sequence
+from .._validation import binary_tasks, check_calibration_inputs
 
 __all__ = ["CalibrationTestResult", "calibration_test"]
 
@@ -235,20 +238,9 @@ def _bonferroni(results, method, n):
     )
 
 
-def _check_statistic(statistic):
-    if callable(statistic):
-        return statistic
-    if isinstance(statistic, str) and statistic in _STATISTICS:
-        return statistic
-    raise ValueError(
-        "The 'statistic' parameter of calibration_test() must be one of "
-        + ", ".join(repr(s) for s in _STATISTICS)
-        + f" or a callable statistic(y, s, w); got {statistic!r}."
-    )
-
-
 @validate_params(
     method=StrOptions(*_METHODS),
+    statistic=AnyOf(StrOptions(*_STATISTICS), IsCallable()),
     n_resamples=Interval(numbers.Integral, 1, MAX_BOOTSTRAP),
     n_bins=Interval(numbers.Integral, 2, MAX_BINS),
     bandwidth=NoneOr(Interval(numbers.Real, 0, None, closed="neither")),
@@ -415,7 +407,6 @@ def calibration_test(
     >>> calibration_test(y_over, p, method="kuiper").pvalue < 1e-6
     True
     """
-    statistic = _check_statistic(statistic)
     data = check_calibration_inputs(
         y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
     )

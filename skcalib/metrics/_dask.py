@@ -10,12 +10,8 @@ import functools
 import numpy as np
 
 from .._backend.distributed import any_dask, map_reduce_blocks, merge_moments
-from .._validation import (
-    check_calibration_inputs,
-    check_label_chunk,
-    check_n_bins,
-    check_option,
-)
+from .._params import check_n_bins
+from .._validation import check_calibration_inputs, check_label_chunk
 from ._accumulator import CalibrationAccumulator, _BinAccumulator
 from ._streaming_bound import _STREAM_METHODS, StreamingCalibrationBound
 
@@ -47,8 +43,7 @@ def accumulate_dask(y_true, y_proba, *, sample_weight=None, factory):
 
 
 def _check_dask_options(multi_class, metric, **unsupported):
-    check_option("multi_class", multi_class, ("top-label", "classwise"))
-    check_option("metric", metric, ("l1", "logit"))
+    # The rules of the options are checked by the public functions.
     if metric != "l1":
         raise ValueError("metric='logit' is not available for dask arrays; use 'l1'.")
     for name, (value, default) in unsupported.items():
@@ -195,7 +190,7 @@ def dask_calibration_error_bound(
     """``calibration_error_bound`` on dask arrays: the two-pass scheme of
     :class:`StreamingCalibrationBound` (``"nw"`` or ``"tv"``, binary problems),
     each pass a map-reduce over the blocks."""
-    from .._validation import check_random_generator
+    from .._params import check_random_generator
 
     if method not in _STREAM_METHODS or lipschitz is not None:
         raise ValueError(

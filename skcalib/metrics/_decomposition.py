@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
 
 from .._backend import decomposition as _dc
+from .._backend.user_warning import warn_user
 from .._params import StrOptions, validate_params
 from .._validation import binary_tasks, check_calibration_inputs
-from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["ScoreDecomposition", "score_decomposition"]
 
@@ -20,23 +21,42 @@ _TERMS = {"brier": _dc.brier_terms, "log_loss": _dc.log_loss_terms}
 class ScoreDecomposition:
     """Result of :func:`score_decomposition`.
 
-    ``score == miscalibration - discrimination + uncertainty`` (to round-off).
+    ``score == miscalibration - discrimination + uncertainty`` (to round-off)
+    when the score is finite. Each parameter is stored as an attribute of
+    the same name.
 
-    Attributes
+    Parameters
     ----------
     score : float
-        Mean score of the predictions.
+        Mean score of the predictions; ``inf`` for a log-loss with a
+        prediction of exactly 0 or 1 that its label contradicts.
     miscalibration : float
         MCB: how much the score improves when the predictions are
-        recalibrated by isotonic regression (>= 0).
+        recalibrated by isotonic regression (>= 0); ``inf`` when ``score``
+        is.
     discrimination : float
         DSC: how much the recalibrated predictions improve on the constant
-        prediction ``mean(y)`` (>= 0).
+        prediction ``mean(y)`` (>= 0); always finite.
     uncertainty : float
-        UNC: the score of the constant prediction ``mean(y)``.
-    score_name : str
-        ``"brier"`` or ``"log_loss"``.
+        UNC: the score of the constant prediction ``mean(y)``; always finite.
+    score_name : {"brier", "log_loss"}
+        The score decomposed.
     n_samples : int
+        Number of rows.
+
+    See Also
+    --------
+    score_decomposition : The function that returns this object.
+
+    Examples
+    --------
+    >>> from skcalib.metrics import score_decomposition
+    >>> d = score_decomposition([0, 1, 1, 0], [0.1, 0.6, 0.8, 0.7])
+    >>> d
+    ScoreDecomposition(score_name='brier', score=0.175, miscalibration=0.05,
+                       discrimination=0.125, uncertainty=0.25)
+    >>> print(f"{d.miscalibration - d.discrimination + d.uncertainty:.3f}")
+    0.175
     """
 
     score: float
@@ -84,28 +104,46 @@ def score_decomposition(
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
+        True labels.
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
-        As in :func:`smooth_ece`. For multiclass ``y_proba`` with
-        ``score="brier"`` each term is the sum over classes of the
-        one-vs-rest terms (the multiclass Brier score is the sum of the
-        one-vs-rest ones); the multiclass log-loss is not such a sum, and
-        ``score="log_loss"`` needs a binary problem.
+        Predicted probability of the positive class, or of each class
+        (columns in the order of the sorted labels, or of ``labels``). For
+        multiclass ``y_proba`` with ``score="brier"`` each term is the sum
+        over classes of the one-vs-rest terms (the multiclass Brier score is
+        the sum of the one-vs-rest ones); the multiclass log-loss is not
+        such a sum, and ``score="log_loss"`` needs a binary problem.
     score : {"brier", "log_loss"}, default="brier"
+        The proper score decomposed.
     sample_weight : array-like of shape (n_samples,), default=None
         Frequency weights (integer weights give the decomposition of the
         repeated rows): weighted means and a weighted isotonic fit.
-    pos_label, labels
-        As in :func:`smooth_ece`.
+    pos_label : int, float, bool or str, default=None
+        Positive class of a binary problem. With a 1-D ``y_proba``, ``None``
+        means 1 for labels in {0, 1} or {-1, 1} and ``True`` for booleans;
+        any other labels need ``pos_label``.
+    labels : array-like, default=None
+        All class labels, in the order of the columns of ``y_proba``.
 
     Returns
     -------
-    decomposition : ScoreDecomposition
+    ScoreDecomposition
+        The score and its three terms.
+
+    See Also
+    --------
+    calibration_summary : Slope, intercepts and the gaps of a calibration curve.
 
     Notes
     -----
-    The log-loss of a prediction of exactly 0 or 1 that its label
-    contradicts is infinite, and so is MCB; the isotonic fit may predict 0
-    or 1 on runs of equal labels, which costs nothing (``0 log 0 = 0``).
+    The identity ``score = MCB - DSC + UNC`` is arithmetic only for a finite
+    score. The log-loss of a prediction of exactly 0 or 1 that its label
+    contradicts is infinite: so is MCB (the recalibration removes the
+    infinite term), while DSC and UNC stay finite, and ``MCB - DSC + UNC``
+    is ``inf`` as the score is, but ``score - (MCB - DSC + UNC)`` is NaN.
+    The function warns and counts those rows; clip the predictions (as
+    :func:`sklearn.metrics.log_loss` does) for a finite decomposition of the
+    clipped score. The isotonic fit may predict 0 or 1 on runs of equal
+    labels, which costs nothing (``0 log 0 = 0``).
 
     References
     ----------
@@ -141,26 +179,18 @@ def score_decomposition(
         ]
     )
     total, mcb, dsc, unc = parts.sum(axis=0)
+    if not np.isfinite(total):
+        n_inf = sum(
+            int(np.sum((w > 0) & np.isinf(_TERMS[score](y, s))))
+            for y, s, w in binary_tasks(data, "classwise")
+        )
+        warn_user(
+            f"The {score} is infinite: {n_inf} rows have a predicted probability "
+            "of exactly 0 or 1 that their label contradicts. The miscalibration "
+            "is infinite too, and score = MCB - DSC + UNC holds only as "
+            "inf = inf; clip the predictions for a finite decomposition.",
+            UndefinedMetricWarning,
+        )
     return ScoreDecomposition(
         float(total), float(mcb), float(dsc), float(unc), score, data.n_samples
     )
-
-
-def _brier_miscalibration(y_true, y_proba, *, labels=None, sample_weight=None):
-    return score_decomposition(
-        y_true, y_proba, score="brier", labels=labels, sample_weight=sample_weight
-    ).miscalibration
-
-
-def _log_loss_miscalibration(y_true, y_proba, *, labels=None, sample_weight=None):
-    return score_decomposition(
-        y_true, y_proba, score="log_loss", labels=labels, sample_weight=sample_weight
-    ).miscalibration
-
-
-_brier_miscalibration.__name__ = "brier_miscalibration"
-_log_loss_miscalibration.__name__ = "log_loss_miscalibration"
-register_scorer("neg_brier_miscalibration", CalibrationScorer(_brier_miscalibration))
-register_scorer(
-    "neg_log_loss_miscalibration", CalibrationScorer(_log_loss_miscalibration)
-)

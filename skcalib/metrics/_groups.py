@@ -76,7 +76,9 @@ def by_group(metric):
             labels=arguments.get("labels"),
         )
         _, names, index = check_groups(groups, data.n_samples)
-        y_true, y_proba, weight = _as_rows(y_true), _as_rows(y_proba), _as_rows(weight)
+        # The checked weights: a scalar weight is one weight per row by now.
+        weight = data.sample_weight
+        y_true, y_proba = _as_rows(y_true), _as_rows(y_proba)
         arguments["labels"] = data.classes
         if data.kind == "binary":
             arguments["pos_label"] = data.pos_label

@@ -8,17 +8,16 @@ from .._backend.bandwidth import select_kde_bandwidth
 from .._backend.progress import Progress
 from .._backend.smoothing import dirichlet_nw, kde_error_terms
 from .._backend.user_warning import warn_user
-from .._params import check_param
-from .._validation import (
-    binary_tasks,
-    check_bool,
-    check_calibration_inputs,
-    check_kde_options,
+from .._params import (
+    KDE_RULES,
+    check_kde_debias,
     check_random_generator,
+    validate_params,
 )
+from .._validation import binary_tasks
+from ._array_api import calibration_inputs, host_weight, kde_results
 from ._groups import by_group
 from ._results import KDECalibrationResult
-from ._scorer import CalibrationScorer, register_scorer
 
 # Beyond this many kernel evaluations per class (5e4 samples, minutes of
 # work) the full estimate warns and points at max_samples.
@@ -93,6 +92,7 @@ def _sampling_standard_error(w, terms, value, n_pool, weight):
     return float(np.sqrt(var) / mean_w)
 
 
+@validate_params(**KDE_RULES)
 @by_group
 def kde_calibration_error(
     y_true,
@@ -252,6 +252,13 @@ def kde_calibration_error(
     ``effective_sample_size_median``), where the plug-in value is inflated.
     More classes need wider kernels for the same effective sample size.
 
+    Under scikit-learn's ``array_api_dispatch=True``, PyTorch, JAX and
+    array-api-strict input is computed in its own namespace and on its
+    device (a string bandwidth is chosen on a host copy of the scores, of
+    which the selectors use at most 3000); other input is converted to
+    NumPy. The differentiable twin of this estimate is
+    :func:`skcalib.losses.kde_calibration_loss`.
+
     Differences from the reference implementation of Popordanoska et al.:
     ``"classwise"`` *averages* the one-vs-rest errors (the original sums them,
     so its values are ``n_classes`` times larger); a binary problem reports the
@@ -269,35 +276,37 @@ def kde_calibration_error(
     >>> y = np.array([rng.choice(3, p=q) for q in proba])  # calibrated
     >>> # p = 2: the U-statistic (default) and the plug-in; the truth is 0.
     >>> print(f"{kde_calibration_error(y, proba, p=2):.4f}")
-    0.0020
+    0.0018
     >>> print(f"{kde_calibration_error(y, proba, p=2, debias=False):.4f}")
-    0.0072
+    0.0083
     >>> overconfident = proba**2 / (proba**2).sum(axis=1, keepdims=True)
     >>> res = kde_calibration_error(y, overconfident, p=2, return_details=True)
-    >>> print(f"{res.value:.4f} with the 'risk' bandwidth {res.bandwidth}")
-    0.0259 with the 'risk' bandwidth 0.4
+    >>> print(f"{res.value:.4f} with the 'risk' bandwidth {res.bandwidth:.3f}")
+    0.0194 with the 'risk' bandwidth 0.314
     >>> # The truth E||E[e_y | f] - f||^2, on these samples:
     >>> print(f"{np.mean(np.sum((proba - overconfident) ** 2, axis=1)):.4f}")
     0.0341
     """
-    check_bool(return_details, "return_details")
-    check_param("max_samples", max_samples)
-    check_param("random_state", random_state)
-    check_param("verbose", verbose)
-    p, bandwidth, debias = check_kde_options(
-        p, bandwidth, multi_class, debias, root, chunk_size, n_jobs
+    p = float(p)
+    bandwidth = bandwidth if isinstance(bandwidth, str) else float(bandwidth)
+    debias = check_kde_debias(debias, p)
+    data, on_device = calibration_inputs(
+        y_true,
+        y_proba,
+        sample_weight=sample_weight,
+        pos_label=pos_label,
+        labels=labels,
+        caller="kde_calibration_error",
     )
-    data = check_calibration_inputs(
-        y_true, y_proba, sample_weight=sample_weight, pos_label=pos_label, labels=labels
-    )
+    weight = host_weight(data) if on_device else data.weight
     n_needed = 3 if debias else 2
-    if np.count_nonzero(data.weight > 0) < n_needed:
+    if np.count_nonzero(weight > 0) < n_needed:
         raise ValueError(
             f"kde_calibration_error needs at least {n_needed} samples with positive "
             f"sample_weight ({'debiased ' if debias else ''}leave-one-out estimate)."
         )
-    rows, n_pool = _evaluation_rows(data.weight, max_samples, random_state)
-    n_pairs = rows.shape[0] * data.weight.shape[0]
+    rows, n_pool = _evaluation_rows(weight, max_samples, random_state)
+    n_pairs = rows.shape[0] * weight.shape[0]
     if n_pairs > LARGE_PAIRS:
         warn_user(
             f"kde_calibration_error compares every pair of the {n_pool} samples "
@@ -305,30 +314,43 @@ def kde_calibration_error(
             "Pass max_samples=2000 for an estimate with its standard error "
             "(return_details=True), in O(max_samples * n)."
         )
-    problems = _problems(data, multi_class)
-    steps = len(problems) * (2 if isinstance(bandwidth, str) else 1)
+    classwise = data.kind == "multiclass" and multi_class == "classwise"
+    n_problems = data.proba.shape[1] if classwise else 1
+    steps = n_problems * (2 if isinstance(bandwidth, str) else 1)
     with Progress("ECE-KDE", steps, verbose) as progress:
-        results = [
-            _solve(
-                F,
-                y,
-                w,
-                scale,
+        if on_device:
+            results = kde_results(
+                data,
+                rows,
                 p=p,
                 bandwidth=bandwidth,
+                multi_class=multi_class,
                 debias=debias,
                 chunk_size=chunk_size,
-                n_jobs=n_jobs,
-                rows=rows,
                 progress=progress,
             )
-            for F, y, w, scale in problems
-        ]
+        else:
+            results = [
+                _solve(
+                    F,
+                    y,
+                    w,
+                    scale,
+                    p=p,
+                    bandwidth=bandwidth,
+                    debias=debias,
+                    chunk_size=chunk_size,
+                    n_jobs=n_jobs,
+                    rows=rows,
+                    progress=progress,
+                )
+                for F, y, w, scale in _problems(data, multi_class)
+            ]
     terms = np.mean([r[0] for r in results], axis=0)
-    w = data.weight[rows]
+    w = weight[rows]
     terms = np.where(w > 0, terms, 0.0)
     value = float(np.dot(w, terms) / w.sum())
-    se = _sampling_standard_error(w, terms, value, n_pool, data.weight)
+    se = _sampling_standard_error(w, terms, value, n_pool, weight)
     if root:
         power = value
         value = float(np.sign(power) * abs(power) ** (1.0 / p))
@@ -338,10 +360,10 @@ def kde_calibration_error(
                 se = float(se * abs(power) ** (1.0 / p - 1.0) / p)
     if not return_details:
         return value
-    if rows.shape[0] == data.weight.shape[0]:
+    if rows.shape[0] == weight.shape[0]:
         per_sample = terms
     else:
-        per_sample = np.full(data.weight.shape[0], np.nan)
+        per_sample = np.full(weight.shape[0], np.nan)
         per_sample[rows] = terms
 
     def collect(i):
@@ -359,6 +381,3 @@ def kde_calibration_error(
         debiased=debias,
         multi_class="binary" if data.kind == "binary" else multi_class,
     )
-
-
-register_scorer("neg_kde_calibration_error", CalibrationScorer(kde_calibration_error))

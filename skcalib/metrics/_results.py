@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._params import validate_params
+
 __all__ = [
     "BinnedCalibrationResult",
     "CalibrationBound",
@@ -545,6 +547,7 @@ class GroupedCalibrationResult:
     def worst_value(self):
         return float(np.max(self.values))
 
+    @validate_params()
     def frame(self, *, as_frame=True):
         """The per-group values as a table, one row per group.
 
@@ -560,10 +563,6 @@ class GroupedCalibrationResult:
             Columns ``group``, ``value``, ``count`` and ``weight``, in sorted
             group order.
         """
-        if not isinstance(as_frame, (bool, np.bool_)):
-            raise TypeError(
-                f"as_frame must be a bool (True or False); got {as_frame!r}."
-            )
         columns = {
             "group": self.groups,
             "value": self.values,

@@ -1,19 +1,30 @@
-"""Scorer objects for calibration metrics and a registry that extends sklearn's.
+"""Scorer objects for calibration metrics and the table of their names.
 
-scikit-learn has no public way to register scorers, so skcalib keeps its own
-small registry and :func:`get_scorer` falls back to :func:`sklearn.metrics.get_scorer`
-for every other name. sklearn's private scorer table is never touched.
+scikit-learn has no public way to register scorers, so skcalib declares its
+own table (:func:`_scorer_table`, one line per name) and :func:`get_scorer`
+falls back to :func:`sklearn.metrics.get_scorer` for every other name.
+sklearn's private scorer table is never touched.
 
-scikit-learn is imported only when a scorer is looked up or routed, so that the
-metric modules, which register their scorers here, load without it.
+The metric modules know nothing of scorers; this module imports them when
+the table is first read, and scikit-learn when a scorer is looked up or
+routed, so that ``CalibrationScorer`` alone loads neither.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
+import functools
+import numbers
 
-__all__ = ["CalibrationScorer", "get_scorer", "get_scorer_names"]
+from .._params import IsCallable, Options, validate_params
+from .._validation import check_estimator_proba
+
+__all__ = [
+    "CalibrationBoundScorer",
+    "CalibrationScorer",
+    "get_scorer",
+    "get_scorer_names",
+]
 
 
 class CalibrationScorer:
@@ -57,6 +68,7 @@ class CalibrationScorer:
 
     _response_method = "predict_proba"
 
+    @validate_params(score_func=IsCallable(), sign=Options(numbers.Integral, 1, -1))
     def __init__(self, score_func, *, sign=-1, **kwargs):
         self._score_func = score_func
         self._sign = sign
@@ -74,7 +86,12 @@ class CalibrationScorer:
         """Return ``sign * score_func(y_true, estimator.predict_proba(X))``."""
         if sample_weight is not None:
             kwargs["sample_weight"] = sample_weight
-        proba = estimator.predict_proba(X)
+        from sklearn.utils.validation import _num_samples
+
+        # Checked here, so that bad output names the estimator that made it.
+        proba = check_estimator_proba(
+            estimator.predict_proba(X), estimator, _num_samples(X)
+        )
         labels = getattr(estimator, "classes_", None)
         return self._sign * self._score(estimator, y_true, proba, labels, **kwargs)
 
@@ -116,29 +133,157 @@ class CalibrationScorer:
         return request
 
 
-# name -> scorer object; filled by the metric modules at import time.
-_SCORERS: dict[str, CalibrationScorer] = {}
+def _final_estimator(estimator):
+    """The last step of (possibly nested) pipelines."""
+    while hasattr(estimator, "steps") and hasattr(estimator, "__getitem__"):
+        estimator = estimator[-1]
+    return estimator
 
 
-def _registry():
-    """The registry, after importing every module that may add to it.
+class CalibrationBoundScorer(CalibrationScorer):
+    """Score a classifier by minus a certified upper bound on its calibration error.
 
-    ``skcalib.metrics`` loads its submodules on first access, and each metric
-    module registers its scorers when imported.
+    The bound, which holds with probability ``1 - delta``, is computed on the
+    scored data by :func:`skcalib.metrics.calibration_error_bound`:
+
+    * for a model that perturbs its scores (a fitted
+      :class:`skcalib.PerturbedClassifier`, or a pipeline ending in one,
+      recognised by its fitted ``scale_``), the Nadaraya-Watson bound
+      ``method="nw"`` at that scale — valid for any base model because the
+      perturbation makes the calibration function smooth;
+    * for any other classifier, the total-variation bound with
+      ``assume="monotone"``: valid only if the probability of the positive
+      class (of a correct prediction, with three or more classes) is a
+      non-decreasing function of the score. This assumption is not checked.
+
+    Multiclass probabilities are reduced to top-label confidence vs
+    correctness, the problem :class:`skcalib.PerturbedClassifier` perturbs.
+    Greater is better (the bound is negated). The bound is for unweighted
+    i.i.d. samples: ``sample_weight`` is refused.
+
+    Read more in the :ref:`User Guide <certified>`.
+
+    Parameters
+    ----------
+    delta : float, default=0.05
+        Failure probability of the bound.
+    n_splits : int, default=5
+        Cross-fitting folds of the bound.
+    random_state : int, Generator or None, default=0
+        Randomness of the bound (a fixed seed keeps model selection
+        reproducible).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from skcalib import PerturbedClassifier
+    >>> from skcalib.metrics import get_scorer
+    >>> X, y = make_classification(n_samples=2000, random_state=0)
+    >>> search = GridSearchCV(
+    ...     PerturbedClassifier(LogisticRegression(), random_state=0),
+    ...     {"scale": [2.0**-6, 2.0**-3]},
+    ...     scoring={"auc": "roc_auc",
+    ...              "ce_bound": get_scorer("neg_calibration_error_bound")},
+    ...     refit="auc", cv=3,
+    ... ).fit(X, y)
+    >>> bool((search.cv_results_["mean_test_ce_bound"] < 0).all())
+    True
     """
-    from . import _LAZY
 
-    for module in sorted(set(_LAZY.values())):
-        importlib.import_module(module, __package__)
-    return _SCORERS
+    @validate_params()
+    def __init__(self, *, delta=0.05, n_splits=5, random_state=0):
+        from ._bounds import calibration_error_bound
+
+        super().__init__(
+            calibration_error_bound,
+            sign=-1,
+            delta=delta,
+            n_splits=n_splits,
+            random_state=random_state,
+        )
+
+    def __repr__(self):
+        kw = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return f"CalibrationBoundScorer({kw})"
+
+    def _score(self, estimator, y_true, proba, labels, **metadata):
+        if metadata.pop("sample_weight", None) is not None:
+            # The concentration inequalities behind the bound are for i.i.d.
+            # unweighted samples; silently ignoring weights would mislead.
+            raise ValueError(
+                "sample_weight is not supported by the certified calibration "
+                "error bound; score without it."
+            )
+        scale = getattr(_final_estimator(estimator), "scale_", None)
+        if scale is not None:
+            options = {"method": "nw", "perturbation_scale": scale}
+        else:
+            options = {"method": "tv", "assume": "monotone"}
+        return self._score_func(
+            y_true, proba, labels=labels, **options, **self._kwargs, **metadata
+        )
 
 
-def register_scorer(name, scorer):
-    """Add ``scorer`` to skcalib's registry under ``name`` (internal use)."""
-    _SCORERS[name] = scorer
-    return scorer
+# The scorers that wrap a result's field rather than a metric's value.
 
 
+def brier_miscalibration(y_true, y_proba, *, labels=None, sample_weight=None):
+    """The miscalibration term of the Brier score's decomposition."""
+    from ._decomposition import score_decomposition
+
+    return score_decomposition(
+        y_true, y_proba, score="brier", labels=labels, sample_weight=sample_weight
+    ).miscalibration
+
+
+def log_loss_miscalibration(y_true, y_proba, *, labels=None, sample_weight=None):
+    """The miscalibration term of the log loss's decomposition."""
+    from ._decomposition import score_decomposition
+
+    return score_decomposition(
+        y_true, y_proba, score="log_loss", labels=labels, sample_weight=sample_weight
+    ).miscalibration
+
+
+def integrated_calibration_index(y_true, y_proba, *, labels=None, sample_weight=None):
+    """The ICI of :func:`calibration_summary`."""
+    # The ICI alone: the logistic fits of the summary (and their warnings)
+    # are not needed.
+    from ._summary import _ici
+
+    return _ici(y_true, y_proba, labels=labels, sample_weight=sample_weight)
+
+
+@functools.cache
+def _scorer_table():
+    """Every skcalib scorer by name: one line per scorer (a new name is a new
+    line), built on first use. ``get_scorer`` hands out copies."""
+    from ._binned import binned_calibration_error
+    from ._kde import kde_calibration_error
+    from ._smooth import smooth_ece
+
+    return {
+        "neg_smooth_ece": CalibrationScorer(smooth_ece),
+        "neg_expected_calibration_error": CalibrationScorer(
+            binned_calibration_error, n_bins=15, strategy="uniform", norm="l1"
+        ),
+        "neg_l2_calibration_error": CalibrationScorer(
+            binned_calibration_error, n_bins="cbrt", strategy="quantile", norm="l2"
+        ),
+        "neg_kde_calibration_error": CalibrationScorer(kde_calibration_error),
+        "neg_brier_miscalibration": CalibrationScorer(brier_miscalibration),
+        "neg_log_loss_miscalibration": CalibrationScorer(log_loss_miscalibration),
+        "neg_integrated_calibration_index": CalibrationScorer(
+            integrated_calibration_index
+        ),
+        "neg_calibration_error_bound": CalibrationBoundScorer(),
+    }
+
+
+@validate_params()
 def get_scorer(scoring):
     """Get a scorer from a string, skcalib's names first, then sklearn's.
 
@@ -181,8 +326,8 @@ def get_scorer(scoring):
     >>> print(scores.round(3))
     [-0.024 -0.032 -0.038]
     """
-    if isinstance(scoring, str) and scoring in _registry():
-        return copy.deepcopy(_SCORERS[scoring])
+    if isinstance(scoring, str) and scoring in _scorer_table():
+        return copy.deepcopy(_scorer_table()[scoring])
     from sklearn.metrics import get_scorer as sklearn_get_scorer
 
     return sklearn_get_scorer(scoring)
@@ -204,4 +349,4 @@ def get_scorer_names():
     """
     from sklearn.metrics import get_scorer_names as sklearn_get_scorer_names
 
-    return sorted(set(_registry()) | set(sklearn_get_scorer_names()))
+    return sorted(set(_scorer_table()) | set(sklearn_get_scorer_names()))

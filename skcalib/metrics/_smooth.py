@@ -2,39 +2,26 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .._backend import smece as _sm
 from .._backend.distributed import any_dask
 from .._backend.progress import Progress
-from .._backend.resampling import (
-    CI_METHODS,
-    MEASURED_COVERAGE,
-    bootstrap_interval,
-    bootstrap_smooth_curves,
-    inversion_interval,
-)
-from .._params import check_param
-from .._validation import (
+from .._params import (
     MAX_BOOTSTRAP,
-    binary_tasks,
-    check_bool,
-    check_calibration_inputs,
-    check_int,
-    check_n_jobs,
-    check_option,
-    check_real,
+    Interval,
     check_seed_sequence,
     check_sigma,
+    validate_params,
 )
+from .._validation import binary_tasks, check_calibration_inputs
 from ._dask import dask_smooth_calibration_curve, dask_smooth_ece
 from ._groups import by_group
 from ._results import SmoothCalibrationCurve, SmoothECEResult
-from ._scorer import CalibrationScorer, register_scorer
 
 __all__ = ["smooth_ece", "smooth_calibration_curve"]
-
-_METRICS = ("l1", "logit")
 
 
 def _prepare(
@@ -49,11 +36,11 @@ def _prepare(
     *,
     unit_as_none=False,
 ):
-    check_option("multi_class", multi_class, ("top-label", "classwise"))
-    check_option("metric", metric, _METRICS)
     geometry = _sm.GridGeometry(metric)
     if sigma is not None:
-        sigma = check_sigma(sigma, minimum=geometry.finest_sigma)
+        sigma = check_sigma(
+            sigma, minimum=geometry.finest_sigma, context=f" with metric={metric!r}"
+        )
     data = check_calibration_inputs(
         y_true,
         y_proba,
@@ -66,6 +53,7 @@ def _prepare(
     return data, tasks, geometry, sigma
 
 
+@validate_params()
 @by_group
 def smooth_ece(
     y_true,
@@ -193,7 +181,6 @@ def smooth_ece(
     SmoothECEResult(value=0.02522, sigma=0.02522, metric='l1',
                     multi_class='binary', n_samples=2000)
     """
-    check_bool(return_details, "return_details")
     if any_dask(y_true, y_proba, sample_weight):
         return dask_smooth_ece(
             y_true,
@@ -238,6 +225,7 @@ def smooth_ece(
     )
 
 
+@validate_params(n_bootstrap=Interval(numbers.Integral, 0, MAX_BOOTSTRAP))
 def smooth_calibration_curve(
     y_true,
     y_proba,
@@ -379,7 +367,15 @@ def smooth_calibration_curve(
     >>> bool(np.all(curve.y_smooth_low <= curve.y_smooth_high))
     True
     """
-    check_option("ci_method", ci_method, CI_METHODS)
+    # Here, not with the module: resampling imports joblib (a tenth of a
+    # second), which smooth_ece does not need.
+    from .._backend.resampling import (
+        MEASURED_COVERAGE,
+        bootstrap_interval,
+        bootstrap_smooth_curves,
+        inversion_interval,
+    )
+
     if any_dask(y_true, y_proba, sample_weight):
         return dask_smooth_calibration_curve(
             y_true,
@@ -392,23 +388,10 @@ def smooth_calibration_curve(
             pos_label=pos_label,
             labels=labels,
         )
-    n_bootstrap = check_int(
-        n_bootstrap, "n_bootstrap", min_val=0, max_val=MAX_BOOTSTRAP
-    )
-    confidence_level = check_real(
-        confidence_level,
-        "confidence_level",
-        low=0,
-        high=1,
-        include_low=False,
-        include_high=False,
-    )
     data, tasks, geometry, sigma = _prepare(
         y_true, y_proba, sample_weight, pos_label, labels, multi_class, metric, sigma
     )
     seeds = check_seed_sequence(random_state).spawn(len(tasks))
-    check_n_jobs(n_jobs)
-    verbose = check_param("verbose", verbose)
     curves = []
     for (y, s, w), seed in zip(tasks, seeds, strict=True):
         value, sig, stats = _sm.fit(y, s, w, geometry, sigma)
@@ -468,6 +451,3 @@ def smooth_calibration_curve(
             curve.label = label
         return curves
     return curves[0]
-
-
-register_scorer("neg_smooth_ece", CalibrationScorer(smooth_ece))

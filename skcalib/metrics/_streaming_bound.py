@@ -31,11 +31,17 @@ from .._backend.distributed import (
 from .._backend.grid import FINE_M
 from .._backend.tv import fit_tv_surrogate, step_extension
 from .._backend.window import NW_HALF_WIDTHS
-from .._params import RULES, Interval, StrOptions, check_param, check_params
-from .._validation import (
+from .._params import (
     MAX_STREAM_POSITION,
+    RULES,
+    Interval,
+    NoneOr,
+    StrOptions,
+    check_estimator_params,
+    validate_params,
+)
+from .._validation import (
     check_calibration_inputs,
-    check_int,
     check_perturbed_scores,
     check_probability_array,
 )
@@ -45,13 +51,31 @@ from ._results import CalibrationBound
 __all__ = ["StreamingCalibrationBound"]
 
 _STREAM_METHODS = ("nw", "tv")
+_MIN_TRAIN = 100
+# Position of a chunk's first sample in the stream.
+_START = NoneOr(Interval(numbers.Integral, 0, MAX_STREAM_POSITION))
+
+
+def _is_int(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _plain(x):
+    """A parameter as a JSON number (numpy scalars included)."""
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    return int(x) if _is_int(x) else float(x)
+
+
+def _state_limit():
+    from ._state import MAX_DENSE_BYTES
+
+    return MAX_DENSE_BYTES
 
 
 def _stream_start(start, default):
     """Position of a chunk's first sample: ``start``, or ``default`` if None."""
-    if start is None:
-        return default
-    return check_int(start, "start", min_val=0, max_val=MAX_STREAM_POSITION)
+    return default if start is None else int(start)
 
 
 class StreamingCalibrationBound:
@@ -114,8 +138,9 @@ class StreamingCalibrationBound:
     n_splits : int, default=5
         Number of folds, >= 2.
     max_train : int, default=500_000
-        Samples kept in memory for the ``"tv"`` fits.
+        Samples kept in memory for the ``"tv"`` fits; at least 100.
     pos_label : int, float, bool or str, default=None
+        Positive class, as in :func:`calibration_error_bound`.
     labels : array-like, default=None
         Both class labels (needed when the first chunk holds one class whose
         partner cannot be inferred).
@@ -182,14 +207,18 @@ class StreamingCalibrationBound:
         "assume": RULES["assume"],
         "delta": RULES["delta"],
         "n_splits": RULES["n_splits"],
-        "max_train": Interval(numbers.Integral, 2, None),
+        # Each fold is fitted on the kept samples of the other folds: with
+        # fewer than 100 kept, one fold can be left with almost none of them.
+        "max_train": Interval(numbers.Integral, _MIN_TRAIN, None),
+        "pos_label": RULES["pos_label"],
+        "labels": RULES["labels"],
         "random_state": RULES["random_state"],
     }
 
     def _setup(self):
-        from .._validation import check_random_generator
+        from .._params import check_random_generator
 
-        check_params(type(self).__name__, self.__dict__, self._parameter_constraints)
+        check_estimator_params(self)
         self.n_splits_ = int(self.n_splits)
         if self.method == "nw":
             if self.perturbation_scale is None:
@@ -232,6 +261,7 @@ class StreamingCalibrationBound:
             self.max_train_,
         )
 
+    @validate_params(start=_START)
     def partial_fit(self, y_true, y_proba, *, start=None):
         """Pass 1: add a chunk of labels and scores.
 
@@ -313,6 +343,7 @@ class StreamingCalibrationBound:
         )
         return s_train, v, fitted_variation
 
+    @validate_params(start=_START)
     def partial_validate(self, y_proba, *, start=None):
         """Pass 2: add the scores of a chunk (same stream, same order).
 
@@ -420,6 +451,280 @@ class StreamingCalibrationBound:
         self.n_samples_ += other.n_samples_
         return self
 
+    # -- portable state ---------------------------------------------------
+    def to_bytes(self):
+        """The state of the two passes as portable, versioned bytes.
+
+        The bytes hold the parameters, the fold seed, the pass-1 statistics
+        (occupied grid cells only for ``"nw"``, the kept samples for
+        ``"tv"``) and the pass-2 sums: a partition's state can be stored and
+        merged elsewhere, and a later version of skcalib reads it. The
+        surrogates are refitted from the pass-1 statistics when the bytes are
+        read (the same fits, bit for bit). ``random_state`` is kept when it
+        is an int or None; the seed the folds were drawn with is always kept.
+        Read more in the :ref:`User Guide <monitoring>`.
+
+        Returns
+        -------
+        bytes
+            The state; read it back with :meth:`from_bytes`.
+
+        See Also
+        --------
+        from_bytes : The object of the bytes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skcalib.metrics import StreamingCalibrationBound
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=20_000)
+        >>> y = rng.uniform(size=20_000) < p
+        >>> sb = StreamingCalibrationBound(method="tv", random_state=0)
+        >>> sb = sb.partial_fit(y, p).partial_validate(p)
+        >>> copy = StreamingCalibrationBound.from_bytes(sb.to_bytes())
+        >>> copy.result() == sb.result()
+        True
+        """
+        from ._state import StateWriter, encode_cells, encode_labels, encode_scalar
+
+        writer = StateWriter(type(self).__name__)
+        header = writer.header
+        header["grid"] = FINE_M
+        rs = self.random_state
+        header["params"] = {
+            "method": self.method,
+            "perturbation_scale": _plain(self.perturbation_scale),
+            "variation": _plain(self.variation),
+            "assume": self.assume,
+            "delta": _plain(self.delta),
+            "n_splits": _plain(self.n_splits),
+            "max_train": _plain(self.max_train),
+            "pos_label": encode_scalar(self.pos_label),
+            "labels": encode_labels(self.labels),
+            "random_state": _plain(rs) if rs is None or _is_int(rs) else None,
+        }
+        if not hasattr(self, "seed_"):
+            return writer.tobytes()
+        header["seed"] = int(self.seed_)
+        header["n_samples"] = int(self.n_samples_)
+        header["n_validated"] = int(self.n_validated_)
+        header["pass2"] = hasattr(self, "valid_moments_")
+        if hasattr(self, "classes_"):
+            header["classes"] = encode_labels(self.classes_)
+            header["pos_label_"] = encode_scalar(self.pos_label_)
+        if self.method == "nw":
+            occupied = np.flatnonzero(self.sums_.any(axis=(0, 1)))
+            writer.add_array("sums.cells", encode_cells(occupied))
+            writer.add_array("sums", self.sums_[:, :, occupied])
+        else:
+            priority, (s, y, fold) = self.kept_
+            for name, arr in zip(
+                ("priority", "scores", "labels", "folds"),
+                (priority, s, y, fold),
+                strict=True,
+            ):
+                writer.add_array("kept." + name, arr)
+        if header["pass2"]:
+            writer.add_array("valid_moments", self.valid_moments_)
+            if self.method == "nw":
+                cells = self.valid_cells_
+                occupied = np.flatnonzero(cells.any(axis=0))
+                writer.add_array("valid_cells.cells", encode_cells(occupied))
+                writer.add_array("valid_cells", cells[:, occupied].astype(np.int64))
+        return writer.tobytes()
+
+    @classmethod
+    @validate_params()
+    def from_bytes(cls, data):
+        """The object whose state :meth:`to_bytes` wrote.
+
+        Every field is checked; bytes that are not such a state, truncated,
+        corrupt, of an unknown format version or with impossible values raise
+        a ``ValueError`` saying what is wrong.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            The output of :meth:`to_bytes` (of this version or an earlier one).
+
+        Returns
+        -------
+        bound : StreamingCalibrationBound
+            Equal to the object that wrote ``data``: its next passes, merges
+            and :meth:`result` are the same bit for bit.
+
+        See Also
+        --------
+        to_bytes : The bytes of the object.
+
+        Examples
+        --------
+        >>> from skcalib.metrics import StreamingCalibrationBound
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(size=20_000)
+        >>> y = rng.uniform(size=20_000) < p
+        >>> parts = []
+        >>> for start in (0, 10_000):
+        ...     sb = StreamingCalibrationBound(method="tv", random_state=0)
+        ...     sb = sb.partial_fit(y[start:start + 10_000], p[start:start + 10_000],
+        ...                         start=start)
+        ...     parts.append(sb.to_bytes())
+        >>> merged = StreamingCalibrationBound.from_bytes(parts[0])
+        >>> merged = merged.merge(StreamingCalibrationBound.from_bytes(parts[1]))
+        >>> merged.n_samples_
+        20000
+        >>> round(merged.partial_validate(p).result(), 3)
+        0.222
+        """
+        from ._state import StateReader, decode_labels, decode_scalar
+
+        state = StateReader(data, cls.__name__)
+        state.check_grid(FINE_M)
+        params = dict(state.get("params", dict))
+        for name in ("method", "perturbation_scale", "variation", "assume", "delta"):
+            if name not in params:
+                raise ValueError(f"The state lacks the parameter {name!r}.")
+        params["pos_label"] = decode_scalar(params.get("pos_label"), "pos_label")
+        params["labels"] = decode_labels(params.get("labels"), "labels")
+        try:
+            obj = cls(**params)
+            check_estimator_params(obj)
+        except TypeError as exc:
+            raise ValueError(f"The state's parameters are invalid: {exc}") from None
+        if "seed" in state.header:
+            obj._read_state(state)
+        return obj
+
+    def _read_state(self, state):
+        from ._state import check_int, decode_labels, decode_scalar
+
+        seed = check_int(state.get("seed", int), "seed", 0, 2**63 - 1)
+        n_samples = check_int(
+            state.get("n_samples", int), "n_samples", 0, MAX_STREAM_POSITION
+        )
+        n_validated = check_int(
+            state.get("n_validated", int), "n_validated", 0, n_samples
+        )
+        pass2 = state.get("pass2", bool)
+        if self.method == "nw" and self.perturbation_scale is None:
+            raise ValueError("The state's method 'nw' lacks perturbation_scale.")
+        if self.method == "nw" and (
+            4 * int(self.n_splits) * FINE_M * 8 > _state_limit()
+        ):
+            raise ValueError(
+                f"The state's n_splits={self.n_splits} needs more memory than a "
+                "state may take."
+            )
+        self.random_state = 0  # _setup draws a seed; the state's replaces it
+        self._setup()
+        self.random_state = state.header["params"].get("random_state")
+        self.seed_ = seed
+        if "classes" in state.header:
+            classes = decode_labels(state.get("classes", dict), "classes")
+            pos = decode_scalar(state.get("pos_label_", dict), "pos_label_")
+            if classes.shape[0] > 2 or _position(classes, pos) is None:
+                raise ValueError(
+                    f"The state's classes {classes.tolist()} do not hold its "
+                    f"positive label {pos!r}."
+                )
+            self.classes_, self.pos_label_ = classes, classes[_position(classes, pos)]
+        elif n_samples:
+            raise ValueError("The state declares samples but no classes.")
+        if self.method == "nw":
+            self._read_sums(state, n_samples)
+        else:
+            self._read_kept(state, n_samples)
+        self.n_samples_ = n_samples
+        if not pass2:
+            if n_validated:
+                raise ValueError("The state counts pass-2 samples before pass 2.")
+            return
+        if not n_samples:
+            raise ValueError("The state is in pass 2 without pass-1 samples.")
+        self._freeze()
+        self._read_validation(state, n_validated)
+        self.n_validated_ = n_validated
+
+    def _read_sums(self, state, n_samples):
+        from ._state import check_nonnegative, check_not_above, decode_cells
+
+        cells = decode_cells(state.array("sums.cells"), FINE_M, "sums.cells")
+        k = self.n_splits_
+        sums = state.array("sums", (4, k, cells.shape[0]))
+        count, theta, theta2, y = sums
+        for name, arr in (("counts", count), ("label sums", y)):
+            check_nonnegative(arr, name)
+            if not np.all(arr == np.rint(arr)):
+                raise ValueError(f"The state's {name} must be whole numbers.")
+        check_nonnegative(theta, "first moments")
+        check_nonnegative(theta2, "second moments")
+        check_not_above(theta, count, "first moments", "counts")
+        check_not_above(theta2, theta, "second moments", "first moments")
+        check_not_above(y, count, "label sums", "counts")
+        if count.sum() != n_samples:
+            raise ValueError(
+                f"The state declares {n_samples} samples but its cells count "
+                f"{count.sum():.0f}."
+            )
+        self.sums_[:, :, cells] = sums
+
+    def _read_kept(self, state, n_samples):
+        priority = state.array("kept.priority")
+        m = priority.shape[0]
+        if priority.ndim != 1 or m > min(self.max_train_, n_samples):
+            raise ValueError(
+                f"The state keeps {m} samples; at most max_train={self.max_train_} "
+                f"and n_samples={n_samples} may be kept."
+            )
+        s = state.array("kept.scores", (m,))
+        y = state.array("kept.labels", (m,))
+        fold = state.array("kept.folds", (m,))
+        if priority.dtype != np.float64 or s.dtype != np.float64:
+            raise ValueError("The state's kept priorities and scores must be floats.")
+        ok = (
+            np.all((priority >= 0) & (priority < 1))
+            and np.all(np.diff(priority) >= 0)
+            and np.all((s >= 0) & (s <= 1))
+            and np.all((y == 0) | (y == 1))
+            and np.all((fold >= 0) & (fold < self.n_splits_))
+        )
+        if not ok:
+            raise ValueError(
+                "The state's kept samples must have sorted priorities in [0, 1), "
+                "scores in [0, 1], 0/1 labels and folds below n_splits."
+            )
+        self.kept_ = (priority, [s, y, fold.astype(np.intp)])
+
+    def _read_validation(self, state, n_validated):
+        from ._state import check_nonnegative, decode_cells
+
+        moments = state.array("valid_moments", (2, 3, self.n_splits_))
+        check_nonnegative(moments, "pass-2 moments")
+        counts = moments[:, 0]
+        if not (
+            np.all(counts == np.rint(counts))
+            and np.all(counts.sum(axis=1) == n_validated)
+            and np.all(moments[:, 1] <= 1)
+        ):
+            raise ValueError(
+                "The state's pass-2 moments must count the validated samples and "
+                "have means in [0, 1]."
+            )
+        self.valid_moments_ = moments
+        if self.method == "nw":
+            cells = decode_cells(
+                state.array("valid_cells.cells"), FINE_M, "valid_cells.cells"
+            )
+            held = state.array("valid_cells", (self.n_splits_, cells.shape[0]))
+            if np.any(held < 0) or held.sum(dtype=np.float64) != n_validated:
+                raise ValueError(
+                    "The state's pass-2 cell counts must be non-negative and add "
+                    "up to the validated samples."
+                )
+            self.valid_cells_[:, cells] = held
+
     def _fold_terms(self, k, n_v, moments):
         (mean_e, m2_e), (mean_g, _) = moments
         delta = fold_delta(self.delta_, self.n_splits_)
@@ -451,6 +756,7 @@ class StreamingCalibrationBound:
         extra = {"n_train": int(n_train), "fitted_variation": fitted_variation}
         return terms, lower, extra
 
+    @validate_params()
     def result(self, *, return_details=False):
         """The certified bound.
 
@@ -467,7 +773,6 @@ class StreamingCalibrationBound:
             ``bandwidth`` of the :class:`CalibrationBound` is the window
             half-width ``(r + 1/2) / 2**16`` of each fold.
         """
-        check_param("return_details", return_details)
         if not hasattr(self, "valid_moments_") or self.n_validated_ == 0:
             raise _not_fitted("Run partial_validate over the data (pass 2) first.")
         if self.n_validated_ != self.n_samples_:

@@ -11,8 +11,8 @@ from sklearn.utils.validation import (
     has_fit_parameter,
 )
 
-from .._backend import recalibration as _rc
 from .._backend.progress import note
+from .._backend.recalibration.scores import normalize_rows
 from .._meta import align_proba_columns
 from .._validation import check_estimator_proba
 
@@ -45,13 +45,6 @@ def _decision_proba(estimator, X):
         d = d.reshape(-1)
         return np.column_stack([expit(-d), expit(d)])
     return softmax(d, axis=1)
-
-
-def has_scores(estimator):
-    """Whether ``estimator`` has ``predict_proba`` or ``decision_function``."""
-    return hasattr(estimator, "predict_proba") or hasattr(
-        estimator, "decision_function"
-    )
 
 
 def _full_proba(estimator, X, classes):
@@ -111,7 +104,7 @@ def _apply_calibrators(calibrators, P):
             "The calibrator returned NaN or infinite probabilities (for "
             "IsotonicRegression, use out_of_bounds='clip')."
         )
-    return _rc.normalize_rows(Q)
+    return normalize_rows(Q)
 
 
 class _CalibratedPair:

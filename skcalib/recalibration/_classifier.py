@@ -17,7 +17,15 @@ from .._meta import (
     estimator_router,
     route_fit_params,
 )
-from .._params import RULES, AnyOf, Boolean, StrOptions, check_params
+from .._params import (
+    RULES,
+    AnyOf,
+    Boolean,
+    HasMethods,
+    NoneOr,
+    StrOptions,
+    check_estimator_params,
+)
 from .._validation import check_cv_splits, check_known_labels, check_sample_weight
 from ._calibrators import (
     _CalibratedPair,
@@ -25,13 +33,19 @@ from ._calibrators import (
     _fit_calibrator,
     _fit_pair,
     _full_proba,
-    has_scores,
 )
 from ._kernel import KernelRecalibrator
 
 __all__ = ["RecalibratedClassifier"]
 
 _RULES = {
+    "estimator": NoneOr(
+        AnyOf(
+            HasMethods("fit", "predict_proba"), HasMethods("fit", "decision_function")
+        )
+    ),
+    "calibrator": NoneOr(HasMethods("fit", "transform")),
+    "cv": RULES["cv"],
     "ensemble": AnyOf(Boolean(), StrOptions("auto")),
     "n_jobs": RULES["n_jobs"],
     "verbose": RULES["verbose"],
@@ -130,6 +144,8 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     3
     """
 
+    _parameter_constraints = _RULES
+
     def __init__(
         self,
         estimator=None,
@@ -177,22 +193,12 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         -------
         self : RecalibratedClassifier
         """
-        check_params(type(self).__name__, self.get_params(deep=False), _RULES)
+        check_estimator_params(self)
         check_classification_targets(y)
         X, y = indexable(X, y)
         y = column_or_1d(y, warn=True)
         estimator = self._get_estimator()
         calibrator = self._get_calibrator()
-        missing = [m for m in ("fit", "transform") if not hasattr(calibrator, m)]
-        if missing:
-            raise TypeError(
-                f"calibrator must implement fit and transform; {calibrator!r} does not."
-            )
-        if not (hasattr(estimator, "fit") and has_scores(estimator)):
-            raise TypeError(
-                "estimator must implement fit and predict_proba or decision_function; "
-                f"{estimator!r} does not."
-            )
         frozen = isinstance(estimator, FrozenEstimator)
         present = np.unique(y)
         if present.shape[0] < 2:

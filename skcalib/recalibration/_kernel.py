@@ -16,12 +16,15 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._backend import logit_map as _lm
-from .._backend import recalibration as _rc
 from .._backend.bandwidth import BANDWIDTH_GRID, select_dirichlet_bandwidth
 from .._backend.binning import positive_weight_rows
 from .._backend.grid import calibration_statistics
 from .._backend.progress import note
+from .._backend.recalibration import dirichlet as _dm
+from .._backend.recalibration import grid_map as _gm
+from .._backend.recalibration import logit_map as _lm
+from .._backend.recalibration import scores as _sc
+from .._backend.recalibration.selection import uniform_mix
 from .._backend.smece import GridGeometry, solve_sigma
 from .._backend.smoothing import dirichlet_nw
 from .._params import (
@@ -30,15 +33,15 @@ from .._params import (
     Interval,
     Options,
     StrOptions,
+    check_estimator_params,
     check_param,
-    check_params,
+    check_sigma,
 )
 from .._validation import (
     as_probability_columns,
     check_column_labels,
     check_probability_matrix,
     check_sample_weight,
-    check_sigma,
 )
 
 __all__ = ["KernelRecalibrator"]
@@ -262,6 +265,8 @@ default="auto"
     array([0.05, 0.05])
     """
 
+    _parameter_constraints = _PARAMETER_RULES
+
     def __init__(
         self,
         *,
@@ -359,7 +364,7 @@ default="auto"
         -------
         self : KernelRecalibrator
         """
-        check_params(type(self).__name__, self.get_params(), _PARAMETER_RULES)
+        check_estimator_params(self)
         eps = float(self.eps)
         if y is None:
             raise ValueError(
@@ -374,9 +379,7 @@ default="auto"
         w = check_sample_weight(sample_weight, n)
         pseudo_count = float(self.pseudo_count)
         self.shrinkage_ = (
-            _lm.uniform_mix(w.sum())
-            if self.shrinkage == "auto"
-            else float(self.shrinkage)
+            uniform_mix(w.sum()) if self.shrinkage == "auto" else float(self.shrinkage)
         )
         prior = pseudo_count / w.sum()
         for attr in _METHOD_ATTRIBUTES:  # left by a fit with another method
@@ -458,14 +461,14 @@ default="auto"
         stats = calibration_statistics(y, s, w)
         scores = None
         if bandwidth == "auto":
-            sigma, info = _rc.select_sigma_loo(stats, y, s, w, eps, prior=prior)
+            sigma, info = _gm.select_sigma_loo(stats, y, s, w, eps, prior=prior)
             scores = info["scores"]
         elif bandwidth == "smece":
             # sigma* -> 0 on exactly calibrated data; the finest grid bounds it.
-            sigma = max(solve_sigma(stats, GridGeometry("l1")), _rc.SIGMA_GRID[0])
+            sigma = max(solve_sigma(stats, GridGeometry("l1")), _gm.SIGMA_GRID[0])
         else:
             sigma = bandwidth
-        return _rc.fit_grid_map(stats, sigma, prior), scores, stats
+        return _gm.fit_grid_map(stats, sigma, prior), scores, stats
 
     def _fit_canonical(self, P, y_idx, w, bandwidth, eps, prior):
         w, P, y_idx = positive_weight_rows(w, P, y_idx)  # not neighbours
@@ -475,7 +478,7 @@ default="auto"
             # On a subsample of m points the same pseudo-observation is a
             # larger share of the (subsample's) total weight.
             m = min(P.shape[0], _DIRICHLET_MAX_SAMPLES)
-            b, info = _rc.select_dirichlet_loo(
+            b, info = _dm.select_dirichlet_loo(
                 P,
                 y_idx,
                 w,
@@ -544,10 +547,10 @@ default="auto"
         else:
             F, y_idx, w = self.calibration_points_
             res = dirichlet_nw(F, y_idx, w, P, self.bandwidth_, n_jobs=self.n_jobs)
-            Q = _rc.dirichlet_prior_mix(
+            Q = _dm.dirichlet_prior_mix(
                 res.ratio, res.log_density, P, self.bandwidth_, self._prior
             )
-        Q = _rc.finalize_proba((1.0 - lam) * Q + lam / K, eps)
+        Q = _sc.finalize_proba((1.0 - lam) * Q + lam / K, eps)
         return Q[:, 1:] if self.n_features_in_ == 1 else Q
 
     def __sklearn_tags__(self):
