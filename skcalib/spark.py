@@ -109,7 +109,7 @@ def accumulate_arrow(
     Every batch is read column by column (without copying numeric columns)
     into :class:`~skcalib.metrics.CalibrationAccumulator`, one per value of
     ``by`` if given. Any engine that produces Arrow batches works: Polars
-    (``df.to_arrow()``), DuckDB (``relation.fetch_record_batch()``), Ray
+    (``df.to_arrow()``), DuckDB (``relation.to_arrow_reader()``), Ray
     (``ds.iter_batches(batch_format="pyarrow")``), pyarrow datasets.
 
     Parameters

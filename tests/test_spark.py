@@ -91,7 +91,7 @@ def test_duckdb_batches():
     con = duckdb.connect()
     con.register("preds", pa.table(d))
     reader = con.sql("SELECT label, score, day FROM preds WHERE score < 0.9")
-    reader = reader.fetch_record_batch(2048)
+    reader = reader.to_arrow_reader(2048)
     groups = accumulate_arrow(reader, y_true="label", y_proba="score", by="day")
     for day, acc in groups.items():
         m = (d["day"] == day) & (d["score"] < 0.9)
