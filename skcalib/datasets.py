@@ -187,7 +187,8 @@ def calibration_function(s, *, problem="u2", perturbation_scale=None):
 
     Returns
     -------
-    eta : ndarray
+    ndarray
+        ``η(s)``, of the shape of ``s``.
 
     Examples
     --------
@@ -220,8 +221,8 @@ def score_density(s, *, problem="u2", perturbation_scale=None):
 
     Returns
     -------
-    density : ndarray
-        Same shape as ``s``.
+    ndarray
+        Density at ``s``, of the shape of ``s``.
 
     Examples
     --------
@@ -257,7 +258,8 @@ def true_calibration_error(problem="u2", *, perturbation_scale=None):
 
     Returns
     -------
-    calibration_error : float
+    float
+        The calibration error ``E|s - η(s)|``.
 
     Examples
     --------
@@ -302,14 +304,18 @@ def make_calibration_problem(
     Parameters
     ----------
     n_samples : int
+        Number of samples, at least 1.
     problem : str, default="u2"
+        One of ``skcalib.datasets.PROBLEMS``.
     perturbation_scale : float, default=None
         Scale ``h`` in [2**-16, 1] of the sech perturbation, or ``None``.
     random_state : int, Generator, RandomState or None, default=None
+        Seed or generator of the scores, labels and perturbation; pass an
+        int for reproducible output across calls.
 
     Returns
     -------
-    data : :class:`~sklearn.utils.Bunch`
+    :class:`~sklearn.utils.Bunch`
         ``y_true`` (int 0/1), ``y_proba`` (reported scores, on ``G`` when
         perturbed), ``scores_orig`` (``f``), ``calibration_error`` (exact CE
         of the reported scores; with a perturbation, of the continuous law

@@ -30,6 +30,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 from ._backend.progress import Progress
 from ._backend.sech import perturbation as _backend
 from ._backend.user_warning import record_warnings, warn_once_each
+from ._docstrings import fill_doc
 from ._meta import (
     align_proba_columns,
     copy_fitted_attributes,
@@ -63,7 +64,21 @@ __all__ = [
 DEFAULT_SCALE = 2.0**-6
 
 
+# The sampler's threads, shared by the function and the estimator.
+_SAMPLER_N_JOBS = """\
+n_jobs : int, default=None
+    Threads that draw the noise and add it, the calling one included
+    (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
+    active ``joblib.parallel_config`` (or ``parallel_backend``) if it
+    sets one, else up to four threads, no more than the usable CPUs and
+    than any native thread pool is allowed
+    (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
+    thread everything is drawn in the calling thread. The output does not
+    depend on it."""
+
+
 @validate_params()
+@fill_doc(n_jobs=_SAMPLER_N_JOBS)
 def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=None):
     """Perturb predicted probabilities with the truncated sech kernel.
 
@@ -92,19 +107,11 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=Non
         the draws :class:`PerturbedClassifier` with the same ``random_state``
         makes for the same probabilities; ``None`` gives fresh noise; a
         Generator is advanced.
-    n_jobs : int, default=None
-        Threads that draw the noise and add it, the calling one included
-        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
-        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
-        sets one, else up to four threads, no more than the usable CPUs and
-        than any native thread pool is allowed
-        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
-        thread everything is drawn in the calling thread. The output does not
-        depend on it.
+    ${n_jobs}
 
     Returns
     -------
-    perturbed : ndarray of the shape of ``y_proba``
+    ndarray of the shape of ``y_proba``
         A new float64 array. Binary (1-D or two columns): the positive-class
         probability is perturbed and lies on ``G``, and the complement ``1 -
         s`` (exact on ``G`` too) is the first column. Three or more columns:
@@ -150,6 +157,7 @@ def perturb_proba(y_proba, *, scale=DEFAULT_SCALE, random_state=None, n_jobs=Non
     return out.reshape(np.shape(y_proba)) if out.ndim != np.ndim(y_proba) else out
 
 
+@fill_doc(n_jobs=_SAMPLER_N_JOBS)
 class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Classifier whose probabilities are randomly perturbed by a sech kernel.
 
@@ -181,15 +189,7 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         time the same ``X`` is passed (the draw for a row depends on its position
         in ``X``); ``None`` gives fresh noise at every call; a Generator is
         advanced by each call.
-    n_jobs : int, default=None
-        Threads that draw the noise and add it, the calling one included
-        (``-1``: all usable CPUs). ``None`` takes the ``n_jobs`` of an
-        active ``joblib.parallel_config`` (or ``parallel_backend``) if it
-        sets one, else up to four threads, no more than the usable CPUs and
-        than any native thread pool is allowed
-        (``threadpoolctl.threadpool_limits``, ``OMP_NUM_THREADS``). With one
-        thread everything is drawn in the calling thread. The output does not
-        depend on it.
+    ${n_jobs}
 
     Attributes
     ----------
@@ -311,7 +311,8 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Returns
         -------
-        self : PerturbedClassifier
+        PerturbedClassifier
+            The fitted estimator (``self``).
         """
         check_estimator_params(self)
         estimator = self._get_estimator()
@@ -345,8 +346,9 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Rows sum to one; columns follow ``classes_``.
+        ndarray of shape (n_samples, n_classes)
+            Perturbed probabilities: rows sum to one; columns follow
+            ``classes_``.
 
         Raises
         ------
@@ -401,7 +403,8 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,)
+            The class of largest perturbed probability for each sample.
         """
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
@@ -411,7 +414,8 @@ class PerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Returns
         -------
-        routing : sklearn.utils.metadata_routing.MetadataRouter
+        sklearn.utils.metadata_routing.MetadataRouter
+            Routing of the fit parameters to ``estimator``.
         """
         return estimator_router(self, self._get_estimator())
 
@@ -435,7 +439,7 @@ class PerturbationScaleResult:
     Returned by :func:`select_perturbation_scale`; every field is a plain
     number or numpy array, so it can be plotted or tabulated directly.
 
-    Attributes
+    Parameters
     ----------
     scales : ndarray of shape (n_scales,)
         Perturbation scales, increasing.
@@ -451,21 +455,42 @@ class PerturbationScaleResult:
     recommended_scale : float
         Largest scale whose mean loss is within ``tolerance`` (the smallest
         scale, with ``within_tolerance`` all False, if none is).
-    bound_method : str or None
+    bound_method : str or None, default=None
         Method of the certified bounds (``None`` if they were not computed).
-    delta : float
+    delta : float, default=0.05
         Failure probability of each certified bound.
-    bound_upper, bound_estimate : ndarray of shape (n_scales,) or None
-        Certified upper bound and point estimate of the calibration error of
-        the pooled out-of-fold perturbed scores, for each scale.
-    base_bound_upper, base_bound_estimate : float or None
-        The same for the unperturbed out-of-fold scores, by the total-variation
-        bound under the monotone assumption (``method="tv"``), which needs no
-        perturbation; for comparison.
-    n_samples : int
+    bound_upper : ndarray of shape (n_scales,) or None, default=None
+        Certified upper bound on the calibration error of the pooled
+        out-of-fold perturbed scores, for each scale.
+    bound_estimate : ndarray of shape (n_scales,) or None, default=None
+        Point estimate of the same calibration error, for each scale.
+    base_bound_upper : float or None, default=None
+        Certified upper bound for the unperturbed out-of-fold scores, by the
+        total-variation bound under the monotone assumption
+        (``method="tv"``), which needs no perturbation; for comparison.
+    base_bound_estimate : float or None, default=None
+        Point estimate of the same for the unperturbed scores.
+    n_samples : int, default=0
         Number of samples the bounds use.
-    bounds : tuple of CalibrationBound
+    bounds : tuple of CalibrationBound, default=()
         The full certified bound of each scale (empty if not computed).
+
+    Attributes
+    ----------
+    score_mean : ndarray of shape (n_scales,)
+        Mean over folds of the perturbed score, per scale.
+    score_std : ndarray of shape (n_scales,)
+        Standard deviation over folds of the perturbed score, per scale.
+    base_score_mean : float
+        Mean over folds of the unperturbed score.
+    base_score_std : float
+        Standard deviation over folds of the unperturbed score.
+    score_loss : ndarray of shape (n_scales,)
+        ``base_score_mean - score_mean`` per scale (positive = worse).
+    within_tolerance : ndarray of shape (n_scales,)
+        Whether each scale's mean loss is at most ``tolerance``.
+    recommended_index : int
+        Index of ``recommended_scale`` in ``scales``.
     """
 
     scales: np.ndarray
@@ -658,7 +683,9 @@ def select_perturbation_scale(
 
     Returns
     -------
-    result : PerturbationScaleResult
+    PerturbationScaleResult
+        Cross-validated scores and certified bounds of every scale, and the
+        recommended scale.
 
     Notes
     -----

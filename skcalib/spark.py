@@ -18,10 +18,34 @@ import functools
 
 import numpy as np
 
+from ._docstrings import PARAMETERS, fill_doc
 from ._params import COLUMN_RULES, validate_params
 from .metrics import CalibrationAccumulator
 
 __all__ = ["accumulate", "accumulate_arrow"]
+
+
+# The two entry points read the same columns; their entries are written once.
+_COLUMN_DOCS = {
+    "y_true": """\
+y_true : str
+    Column of the labels.""",
+    "y_proba": """\
+y_proba : str or list of str
+    Column of the probability of the positive class, or the columns of
+    the probabilities of each class (in the order of ``labels``).""",
+    "sample_weight": """\
+sample_weight : str, default=None
+    Column of the sample weights.""",
+    "pos_label": """\
+pos_label : int, float, bool or str, default=None
+    Positive class, as for :class:`~skcalib.metrics.CalibrationAccumulator`.""",
+    "labels": """\
+labels : array-like of shape (n_classes,), default=None
+    The class labels, in the order of the probability columns, as for
+    :class:`~skcalib.metrics.CalibrationAccumulator`.""",
+    "multi_class": PARAMETERS["multi_class_reduce"],
+}
 
 
 def _columns(y_proba):
@@ -93,6 +117,7 @@ def _column(batch, name):
 
 
 @validate_params(**COLUMN_RULES)
+@fill_doc(**_COLUMN_DOCS)
 def accumulate_arrow(
     batches,
     *,
@@ -116,21 +141,14 @@ def accumulate_arrow(
     ----------
     batches : pyarrow.RecordBatch, Table, RecordBatchReader or iterable
         The data, as Arrow record batches (or an iterable of them).
-    y_true : str
-        Column of the labels.
-    y_proba : str or list of str
-        Column of the probability of the positive class, or the columns of
-        the probabilities of each class (in the order of ``labels``).
-    sample_weight : str, default=None
-        Column of the sample weights.
+    ${y_true}
+    ${y_proba}
+    ${sample_weight}
     by : str, default=None
         Column whose values split the rows into groups (a day, a segment).
-    pos_label : int, float, bool or str, default=None
-        Positive class, as in :class:`~skcalib.metrics.CalibrationAccumulator`.
-    labels : array-like of shape (n_classes,), default=None
-        The class labels, as in :class:`~skcalib.metrics.CalibrationAccumulator`.
-    multi_class : {"top-label", "classwise"}, default="top-label"
-        Reduction of multiclass probabilities.
+    ${pos_label}
+    ${labels}
+    ${multi_class}
 
     Returns
     -------
@@ -224,6 +242,7 @@ def _merge_states(a, b):
 
 
 @validate_params(**COLUMN_RULES)
+@fill_doc(**_COLUMN_DOCS)
 def accumulate(
     df,
     *,
@@ -249,22 +268,15 @@ def accumulate(
     ----------
     df : pyspark.sql.DataFrame
         The predictions.
-    y_true : str
-        Column of the labels.
-    y_proba : str or list of str
-        Column of the probability of the positive class, or the columns of
-        the probabilities of each class (in the order of ``labels``).
-    sample_weight : str, default=None
-        Column of the sample weights.
+    ${y_true}
+    ${y_proba}
+    ${sample_weight}
     by : str, default=None
         Column whose values split the rows into groups (a day, a segment);
         all groups are computed in one pass.
-    pos_label : int, float, bool or str, default=None
-        Positive class, as in :class:`~skcalib.metrics.CalibrationAccumulator`.
-    labels : array-like of shape (n_classes,), default=None
-        The class labels, as in :class:`~skcalib.metrics.CalibrationAccumulator`.
-    multi_class : {"top-label", "classwise"}, default="top-label"
-        Reduction of multiclass probabilities.
+    ${pos_label}
+    ${labels}
+    ${multi_class}
     depth : int, default=2
         Depth of the ``treeReduce`` (without ``by``).
 

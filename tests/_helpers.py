@@ -37,3 +37,17 @@ def run_cli(*args, cwd=None, env=None, timeout=240, limit_as=None, preexec=None)
         timeout=timeout,
         preexec_fn=pre,
     )
+
+
+# The packages whose ``__all__`` make the public API, read by the checks that
+# run over every public object (docstrings, parameter rules).
+PUBLIC_PACKAGES = [
+    "skcalib",
+    "skcalib.metrics",
+    "skcalib.display",
+    "skcalib.datasets",
+    "skcalib.losses",
+    "skcalib.spark",
+    "skcalib.recalibration",
+    "skcalib.perturbation",
+]

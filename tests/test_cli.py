@@ -145,7 +145,8 @@ def test_default_output_directory(tmp_path):
 def test_no_plot_writes_json_only(tmp_path):
     result = run_cli("report", "--out", tmp_path / "o", *FAST)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["report.json"]
+    names = sorted(p.name for p in (tmp_path / "o").iterdir())
+    assert names == ["report.html", "report.json"]
     assert load_report(tmp_path / "o")["outputs"]["reliability_png"] is None
 
 

@@ -575,7 +575,8 @@ def test_symlinks_in_out_are_replaced_not_followed(tmp_path):
         assert not (out / name).is_symlink()
     assert load_report(out)["n_samples"] == 300
     assert (out / "reliability.png").read_bytes()[:4] == b"\x89PNG"
-    assert sorted(p.name for p in out.iterdir()) == ["reliability.png", "report.json"]
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["reliability.png", "report.html", "report.json"]
 
 
 def _file_size_limit(limit):
@@ -608,7 +609,7 @@ def test_failed_write_leaves_the_previous_report(tmp_path):
     assert (out / "report.json").read_bytes() == before
     json.loads(before)
     one_line_error(result, "report.json")
-    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json"]
 
 
 def test_empty_out_is_an_error(tmp_path):

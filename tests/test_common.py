@@ -107,33 +107,40 @@ METRICS = {
         False,
         True,
     ),
+    # The default reading of the weights draws one label per row (exact
+    # p-values at this size), as the resampling tests.
     "test_spiegelhalter": (
         calibration_test,
-        {"method": "spiegelhalter"},
-        True,
+        {"method": "spiegelhalter", "random_state": 0},
         True,
         False,
+        True,
     ),
     "test_hosmer_lemeshow": (
         calibration_test,
-        {"method": "hosmer-lemeshow"},
+        {"method": "hosmer-lemeshow", "random_state": 0},
         True,
-        False,  # groups at weighted quantiles (see binned_calibration_error)
         False,
+        True,
     ),
-    "test_ks": (calibration_test, {"method": "ks"}, True, True, False),
-    "test_kuiper": (calibration_test, {"method": "kuiper"}, True, True, False),
+    "test_ks": (
+        calibration_test,
+        {"method": "ks", "random_state": 0},
+        True,
+        False,
+        True,
+    ),
+    "test_kuiper": (
+        calibration_test,
+        {"method": "kuiper", "random_state": 0},
+        True,
+        False,
+        True,
+    ),
     "test_skce": (
         calibration_test,
         {"method": "skce", "n_resamples": 199, "random_state": 0},
         True,
-        False,
-        True,
-    ),
-    "test_skce_linear": (
-        calibration_test,
-        {"method": "skce-linear", "random_state": 0},
-        False,
         False,
         True,
     ),
@@ -147,6 +154,20 @@ METRICS = {
     ),
     "calibration_summary": (calibration_summary, {}, True, True, False),
 }
+# The tests with frequency weights: integer weights are repeated rows. They
+# take integer weights only, so the checks that pass real weights skip them.
+for _method in ("spiegelhalter", "hosmer-lemeshow", "pigeon-heyse", "ks", "kuiper"):
+    METRICS[f"test_{_method}_frequency"] = (
+        calibration_test,
+        {
+            "method": _method,
+            "sample_weight_kind": "frequency",
+            "pvalue_method": "asymptotic",
+        },
+        False,
+        True,
+        False,
+    )
 IDS = list(METRICS)
 
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1] / "skcalib"
 # Lower layers first; a module may import from its own layer or below.
 LAYERS = [
     ("skcalib._backend",),
-    ("skcalib._validation", "skcalib._params", "skcalib._meta"),
+    ("skcalib._validation", "skcalib._params", "skcalib._meta", "skcalib._docstrings"),
     ("skcalib.metrics", "skcalib.datasets", "skcalib.losses"),
     ("skcalib.perturbation", "skcalib.recalibration", "skcalib.spark"),
     ("skcalib.display",),

@@ -13,17 +13,11 @@ import inspect
 
 import numpy as np
 import pytest
+from _helpers import PUBLIC_PACKAGES
 
 from skcalib._params import RULES, InvalidParameterError
 
-PACKAGES = [
-    "skcalib",
-    "skcalib.metrics",
-    "skcalib.display",
-    "skcalib.datasets",
-    "skcalib.losses",
-    "skcalib.spark",
-]
+PACKAGES = PUBLIC_PACKAGES
 
 # Methods of scikit-learn's estimator API: X and y are validated by
 # ``validate_data`` or by the wrapped estimator (which may accept text or

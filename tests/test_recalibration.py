@@ -464,10 +464,16 @@ def test_transform_rejects_bad_probabilities(bad, match):
             "bandwidth='mle' is not available for the 'grid'",
         ),
         ({"method": "canonical", "bandwidth": 0.0}, "'bandwidth' parameter.* > 0"),
-        ({"method": "grid", "bandwidth": 0.0}, r"'bandwidth' parameter.*\[2\*\*-16, 1\]"),
+        (
+            {"method": "grid", "bandwidth": 0.0},
+            r"'bandwidth' parameter.*\[2\*\*-16, 1\]",
+        ),
         ({"bandwidth": -1.0}, "'bandwidth' parameter.*>= 0"),
         ({"bandwidth": np.nan}, "bandwidth"),
-        ({"method": "grid", "bandwidth": 2.0}, r"'bandwidth' parameter.*\[2\*\*-16, 1\]"),
+        (
+            {"method": "grid", "bandwidth": 2.0},
+            r"'bandwidth' parameter.*\[2\*\*-16, 1\]",
+        ),
         ({"base": "isotonic"}, "'base' parameter.* must be one of"),
         ({"bandwidth": np.inf, "base": "temperature"}, None),
         ({"bandwidth": 2.0}, None),

@@ -23,23 +23,19 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from . import smece as _sm
 from .binning import assign_bins, binned_error, table_from_sums
+from .calibration_tests import compiled as _cc
+from .calibration_tests.statistics import ClasswiseMean
 from .grid import FINE_M, GridPyramid, bin_positions, coarsen
 from .resampling import column_quantiles
 
 __all__ = [
-    "BinaryDraw",
     "BinnedECEStatistic",
     "BinnedMeanBatch",
-    "ClassDraw",
-    "ExceedBatch",
-    "FunctionStatistic",
-    "SKCEBatch",
+    "ClasswiseSmoothECE",
     "SmoothCurveBatch",
     "SmoothECEStatistic",
-    "ValueBatch",
-    "consistency_pvalue",
+    "SmoothECETest",
     "draw_binary_labels",
-    "draw_class_labels",
     "pointwise_band",
     "run_batches",
 ]
@@ -49,14 +45,6 @@ def draw_binary_labels(rng, s):
     """``y_i ~ Bernoulli(s_i)`` as float64 0/1 (``s = 1`` always gives 1,
     ``s = 0`` never does: ``rng.random`` lies in [0, 1))."""
     return (rng.random(s.shape[0]) < s).astype(np.float64)
-
-
-def draw_class_labels(rng, cum):
-    """Class indices drawn from probability rows given by their cumulative
-    sums ``cum`` (last column forced to 1 so that round-off cannot leave a
-    row without a class)."""
-    u = rng.random(cum.shape[0])
-    return np.minimum((u[:, None] >= cum).sum(axis=1), cum.shape[1] - 1)
 
 
 class SmoothECEStatistic:
@@ -86,6 +74,7 @@ class SmoothECEStatistic:
         idx, theta = bin_positions(geometry.to_unit(self.s), M)
         self.starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
         self.cells = idx[self.starts]
+        self.theta = theta
         self.right = self.w * theta
         self.fixed = _sm.statistics(np.zeros_like(self.s), self.s, self.w, geometry, M)
         # The label-free columns at every grid a resample reads, coarsened once.
@@ -116,18 +105,57 @@ class SmoothECEStatistic:
         out[:, 1] = col
         return out
 
-    def label_pyramid(self, mask):
-        """A :class:`~skcalib._backend.grid.GridPyramid` of the statistics of
-        sorted labels ``mask``: only the label column is binned per grid
-        (directly from the rows when they are fewer than the grid's cells,
-        else coarsened from the fine grid), the other two are shared."""
-        return _LabelPyramid(self, mask)
+    def fine_label_columns(self, wy, *, compiled=False):
+        """Fine-grid ``sum w y`` columns, ``(m, M + 1)``, of the rows of a
+        block of sorted weighted labels ``wy`` (``(m, n)``): the middle
+        column of :meth:`grid_statistics` for every resample at once."""
+        return self.label_columns(wy, self.M, compiled=compiled)
 
-    def _label_column(self, mask, M):
+    def _runs(self, M):
+        """Rows of each cell of the grid of ``M`` cells: first rows, cells,
+        offsets (rows are sorted, so a cell's rows are contiguous)."""
+        if M == self.M:
+            return self.starts, self.cells, self.theta
+        if ("runs", M) not in self._positions:
+            if M not in self._positions:
+                self._positions[M] = bin_positions(self.geometry.to_unit(self.s), M)
+            idx, theta = self._positions[M]
+            starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+            self._positions["runs", M] = starts, idx[starts], theta
+        return self._positions["runs", M]
+
+    def label_columns(self, wy, M, *, compiled=False):
+        """Linearly binned ``sum w y`` on the grid of ``M`` cells, ``(m, M +
+        1)``, for a block of sorted weighted labels ``wy`` (``(m, n)``): the
+        label column of every resample at once (by one compiled pass over
+        the block with ``compiled=True``)."""
+        starts, cells, theta = self._runs(M)
+        if compiled:
+            return _cc.cell_columns(wy, starts, cells, theta, M + 1)
+        if wy.dtype != np.float64:
+            wy = wy.astype(np.float64)
+        a = np.add.reduceat(wy, starts, axis=1)
+        b = np.add.reduceat(wy * theta, starts, axis=1)
+        col = np.zeros((wy.shape[0], M + 1))
+        col[:, cells] = a - b
+        col[:, cells + 1] += b
+        return col
+
+    def label_pyramid(self, mask, *, wy=None, fine=None):
+        """A :class:`~skcalib._backend.grid.GridPyramid` of the statistics of
+        sorted labels ``mask`` (or of weighted labels ``wy``, with their
+        fine-grid column ``fine`` when there are at least ``M`` rows): only
+        the label column is binned per grid (directly from the rows when
+        they are fewer than the grid's cells, else coarsened from the fine
+        grid), the other two are shared."""
+        return _LabelPyramid(self, mask, wy=wy, fine=fine)
+
+    def _label_column(self, mask, M, wy=None):
         if M not in self._positions:
             self._positions[M] = bin_positions(self.geometry.to_unit(self.s), M)
         idx, theta = self._positions[M]
-        wy = self.w * mask
+        if wy is None:
+            wy = self.w * mask
         col = np.bincount(idx, weights=wy - wy * theta, minlength=M + 1)
         col += np.bincount(idx + 1, weights=wy * theta, minlength=M + 1)
         return col
@@ -164,20 +192,24 @@ class SmoothECEStatistic:
 class _LabelPyramid(GridPyramid):
     """Grid statistics of one resample, each grid built when first read."""
 
-    def __init__(self, stat, mask):
+    def __init__(self, stat, mask, *, wy=None, fine=None):
         self.fine_m = stat.M
-        self._stat, self._mask, self._levels = stat, mask, {}
-        self._labels = None
+        self._stat, self._mask, self._wy, self._levels = stat, mask, wy, {}
+        self._labels = None if fine is None else GridPyramid(fine)
 
     def at(self, M):
         if M not in self._levels:
             stat = self._stat
             out = stat._fixed_levels.at(M).copy()
             if stat.s.shape[0] < M:
-                out[:, 1] = stat._label_column(self._mask, M)
+                out[:, 1] = stat._label_column(self._mask, M, self._wy)
             else:
                 if self._labels is None:
-                    self._labels = GridPyramid(stat.grid_statistics(self._mask)[:, 1])
+                    self._labels = GridPyramid(
+                        stat.grid_statistics(self._mask)[:, 1]
+                        if self._mask is not None
+                        else stat.fine_label_columns(self._wy[None, :])[0]
+                    )
                 out[:, 1] = self._labels.at(M)
             self._levels[M] = out
         return self._levels[M]
@@ -202,96 +234,6 @@ class BinnedECEStatistic:
         swy = np.bincount(self.b, weights=self.w * y, minlength=self.n_bins)
         table = table_from_sums(self.edges, self.sw, swy, self.sws, self.count)
         return binned_error(table, "l1", False)
-
-
-class FunctionStatistic:
-    """Any statistic ``func(y, s, w)`` of one binary problem."""
-
-    def __init__(self, func, s, w):
-        self.func, self.s, self.w = func, s, w
-
-    def __call__(self, y):
-        return float(self.func(y, self.s, self.w))
-
-
-class BinaryDraw:
-    """One label vector ``y_i ~ Bernoulli(s_i)`` per resample."""
-
-    def __init__(self, s):
-        self.s = s
-
-    def __call__(self, rng):
-        return [draw_binary_labels(rng, self.s)]
-
-
-class ClassDraw:
-    """A class drawn from each probability row; the one-vs-rest indicators."""
-
-    def __init__(self, P):
-        cum = np.cumsum(P, axis=1)
-        cum[:, -1] = 1.0
-        self.cum = cum
-
-    def __call__(self, rng):
-        y = draw_class_labels(rng, self.cum)
-        return [(y == k).astype(np.float64) for k in range(self.cum.shape[1])]
-
-
-class ValueBatch:
-    """Resampled values: the mean over the tasks of ``statistics``."""
-
-    def __init__(self, statistics, draw):
-        self.statistics, self.draw = statistics, draw
-
-    def __call__(self, rngs):
-        out = np.empty(len(rngs))
-        for i, rng in enumerate(rngs):
-            labels = self.draw(rng)
-            out[i] = np.mean(
-                [f(y) for f, y in zip(self.statistics, labels, strict=True)]
-            )
-        return out
-
-
-class ExceedBatch:
-    """Resampled indicators ``T* >= threshold`` of a statistic that decides
-    them faster than it computes ``T*`` (:meth:`SmoothECEStatistic.exceeds`)."""
-
-    def __init__(self, statistic, threshold):
-        self.statistic, self.threshold = statistic, threshold
-
-    def __call__(self, rngs):
-        return np.array(
-            [self.statistic.exceeds(r, self.threshold) for r in rngs], dtype=float
-        )
-
-
-class MeanExceedBatch:
-    """Resampled indicators ``mean_k T*_k >= threshold`` for the SmoothECE
-    fixed points of ``K`` tasks (classwise), without computing each ``T*_k``.
-
-    Every ``T*_k`` is bracketed by its own bisection (``smECE_sigma - sigma``
-    decreases in ``sigma``, as in :meth:`SmoothECEStatistic.exceeds`), first
-    split at the threshold; then the widest bracket is halved until the
-    bracket of the mean lies on one side of the threshold. Resampled values
-    are usually all below the observed one: ``K`` smoothings then decide,
-    where the values take ~20 each.
-    """
-
-    def __init__(self, statistics, draw, threshold):
-        self.statistics, self.draw, self.threshold = statistics, draw, threshold
-
-    def __call__(self, rngs):
-        out = np.empty(len(rngs))
-        for i, rng in enumerate(rngs):
-            grids = [
-                f.label_pyramid(y[f.order] > 0.5)
-                for f, y in zip(self.statistics, self.draw(rng), strict=True)
-            ]
-            out[i] = mean_fixed_point_exceeds(
-                grids, self.statistics[0].geometry, self.threshold
-            )
-        return out
 
 
 def mean_fixed_point_exceeds(grids, geometry, threshold, tol=None):
@@ -326,6 +268,93 @@ def mean_fixed_point_exceeds(grids, geometry, threshold, tol=None):
             hi[k] = mid
 
 
+def _threshold(observed):
+    """Resamples reaching ``observed - SIGMA_TOL`` count as ``T* >= T``: the
+    bisection gives the observed fixed point to that tolerance, and the
+    margin keeps a resample that ties it from being missed."""
+    return max(observed - _sm.SIGMA_TOL, 0.0) if observed > 0 else 0.0
+
+
+class SmoothECETest:
+    """The SmoothECE of a :class:`calibration_tests.NullTask` for the exact
+    test (:func:`calibration_tests.exact_pvalue`): whether each resample's
+    SmoothECE reaches the observed one, decided by one kernel smoothing
+    (:meth:`SmoothECEStatistic.exceeds`), the label column of a block of
+    resamples binned in one pass."""
+
+    name = "smooth_ece"
+
+    def __init__(self, task):
+        self.task = task
+        self.n_rows = task.n
+        # The task's rows are sorted by (score, weight): the statistic keeps
+        # them in that order.
+        self.stat = SmoothECEStatistic(task.s, task.w, _sm.GridGeometry("l1"))
+
+    use_compiled = False
+
+    def prepare(self, n_resamples):
+        self.use_compiled = _cc.worth_compiling(self.n_rows, n_resamples)
+
+    def draw(self, rng, m):
+        return self.task.labels(rng, m)
+
+    def from_labels(self, y):
+        return self.task.weigh(y)
+
+    def observed_value(self):
+        return self.stat.observed(self.task.y)
+
+    def pyramids(self, wy):
+        """A label pyramid per row of a block of weighted labels."""
+        stat = self.stat
+        fine = None
+        if stat.s.shape[0] >= stat.M:
+            fine = stat.fine_label_columns(wy, compiled=self.use_compiled)
+        for i in range(wy.shape[0]):
+            if fine is None:
+                yield stat.label_pyramid(None, wy=wy[i].astype(np.float64))
+            else:
+                yield stat.label_pyramid(None, fine=fine[i])
+
+    def exceeds(self, wy, observed):
+        """Whether each resample's SmoothECE reaches ``observed``: its
+        smoothed residual at bandwidth ``t`` (``observed`` less the
+        tolerance) has an L1 norm of at least ``t`` (:func:`smece.smece_at`
+        for every row of the block at once, on the grid ``t`` needs)."""
+        t = _threshold(observed)
+        if t <= 0:
+            return np.ones(wy.shape[0], dtype=bool)
+        stat = self.stat
+        geometry = stat.geometry
+        M = geometry.grid_size(t, stat.M)
+        fixed = stat._fixed_levels.at(M)
+        labels = stat.label_columns(wy, M, compiled=self.use_compiled)
+        resid = (labels.T - fixed[:, 2:3]) / fixed[:, 0].sum()
+        r = geometry.smooth(resid, t)
+        return geometry.integrate(np.abs(r), M) >= t
+
+
+class ClasswiseSmoothECE(ClasswiseMean):
+    """Mean of the one-vs-rest SmoothECEs (:class:`SmoothECETest` per class),
+    the class of each row drawn from its probability row (the draws of
+    :class:`calibration_tests.statistics.ClasswiseMean`); a resample is
+    decided by bisection brackets (:func:`mean_fixed_point_exceeds`)."""
+
+    def exceeds(self, blocks, observed):
+        t = _threshold(observed)
+        geometry = self.statistics[0].stat.geometry
+        per_class = [
+            f.pyramids(c) for f, c in zip(self.statistics, blocks, strict=True)
+        ]
+        return np.array(
+            [
+                mean_fixed_point_exceeds(list(g), geometry, t)
+                for g in zip(*per_class, strict=True)
+            ]
+        )
+
+
 def run_batches(batch, n_resamples, seed, n_jobs=None):
     """``batch(rngs)`` over ``n_resamples`` generators, in parallel (joblib).
 
@@ -346,31 +375,6 @@ def run_batches(batch, n_resamples, seed, n_jobs=None):
 
 def _run(batch, seeds):
     return batch([np.random.default_rng(q) for q in seeds])
-
-
-def consistency_pvalue(observed, replicates):
-    """``(1 + #{T* >= T}) / (1 + B)``: exact (valid) at every ``B``.
-
-    A replicate equal to the observed value counts against rejection (ties
-    make the test conservative, never liberal); NaN replicates count as
-    ``>=``.
-    """
-    reps = np.asarray(replicates, dtype=np.float64)
-    exceed = int(np.sum(~(reps < observed)))
-    return (1.0 + exceed) / (1.0 + reps.shape[0])
-
-
-class SKCEBatch:
-    """Resampled quadratic SKCE values, all label vectors of a batch in one
-    product with the kernel matrix (:class:`calibration_tests.SKCEKernel`)."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    def __call__(self, rngs):
-        s = self.kernel.s
-        R = np.column_stack([draw_binary_labels(r, s) - s for r in rngs])
-        return self.kernel.values(R)
 
 
 class SmoothCurveBatch:

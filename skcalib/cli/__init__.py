@@ -29,6 +29,8 @@ import numpy as np
 
 from .._backend.progress import Progress
 from .._params import MAX_BOOTSTRAP
+from ._answers import LEGEND, answers, format_answers
+from ._html import render_html
 from ._progress import StepProgress
 from ._read import (
     _SUFFIXES,
@@ -36,6 +38,12 @@ from ._read import (
     _convert_like,
     open_predictions,
     read_predictions,
+)
+from ._read import (
+    MAX_ROWS as _MAX_ROWS,
+)
+from ._read import (
+    MAX_TEXT_BYTES as _MAX_TEXT_BYTES,
 )
 from ._report import (
     KDE_MAX_SAMPLES as _KDE_MAX_SAMPLES,
@@ -55,6 +63,11 @@ from ._write import OutputDir
 __all__ = ["main", "build_parser", "read_predictions", "compute_report", "format_table"]
 
 EXIT_OK = 0
+# Every file ``skcalib report FILE`` may write into --out: those a run does not
+# write again are an earlier run's, and are removed.
+OUTPUT_NAMES = ("report.json", "report.html") + tuple(
+    f"reliability.{fmt}" for fmt in ("png", "svg", "pdf")
+)
 EXIT_USAGE = 2
 
 # ---------------------------------------------------------------------------
@@ -251,6 +264,25 @@ def build_parser():
         help="optional weight column (relative weights: divided by their maximum)",
     )
     rep.add_argument(
+        "--max-rows",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help=(
+            f"refuse a file of more than N rows (default: {_MAX_ROWS:,}; 0: no limit)"
+        ),
+    )
+    rep.add_argument(
+        "--max-bytes",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help=(
+            "refuse a CSV file of more than N bytes of text once decompressed "
+            f"(default: {_MAX_TEXT_BYTES:,}; 0: no limit)"
+        ),
+    )
+    rep.add_argument(
         "--pos-label",
         metavar="LABEL",
         help="positive class of a binary problem: required with one probability "
@@ -330,7 +362,9 @@ def build_parser():
         ),
     )
     rep.add_argument(
-        "--no-plot", action="store_true", help="write report.json only, no figure"
+        "--no-plot",
+        action="store_true",
+        help="no figure: write report.json and report.html only",
     )
     rep.add_argument(
         "--format",
@@ -436,6 +470,8 @@ def _run_report(args, progress):
             y_true=args.y_true,
             y_proba=args.y_proba,
             sample_weight=args.sample_weight,
+            max_rows=args.max_rows,
+            max_bytes=args.max_bytes,
         )
         progress.done()
         # The distinct labels of the file: --pos-label must be one of them.
@@ -541,13 +577,31 @@ def _run_report(args, progress):
     if figure is not None and args.format != "png":
         report["outputs"]["reliability_png"] = None
         report["outputs"][f"reliability_{args.format}"] = str(figure)
+    report["outputs"]["report_html"] = str(out.path / "report.html")
+    report["answers"] = answers(report)
     text = json.dumps(_json_ready(report), indent=2, allow_nan=False)
     out.stage("report.json", lambda fh: fh.write((text + "\n").encode("utf-8")))
-    out.commit()
     title = f"skcalib report: {source}"
-    print(format_table(report, title=title))
-    written = [str(p) for p in (figure, out.path / "report.json") if p is not None]
-    print(f"\nwrote {' and '.join(written)}")
+    table = format_table(report)
+    page = render_html(
+        title=title,
+        summary=table.splitlines()[0],
+        answers=report["answers"],
+        legend=LEGEND,
+        table="\n".join(table.splitlines()[2:]),
+        figure_name=None if figure is None else figure.name,
+    )
+    out.stage("report.html", lambda fh: fh.write(page.encode("utf-8")))
+    out.commit(OUTPUT_NAMES)
+    print(title)
+    print(table)
+    print("\n" + "\n".join(format_answers(report["answers"])))
+    written = [
+        str(p)
+        for p in (figure, out.path / "report.json", out.path / "report.html")
+        if p is not None
+    ]
+    print(f"\nwrote {', '.join(written)}")
     return EXIT_OK
 
 

@@ -42,6 +42,12 @@ MAX_ARRAY_BYTES = 1 << 30  # all arrays loaded from one .npy / .npz file
 MAX_NPZ_MEMBERS = 256
 MAX_CLASSES = 1000  # distinct labels
 MAX_LABEL_CHARS = 1000
+# Defaults of --max-rows and --max-bytes: a file past them is refused unless
+# the user raises them (0: no limit). Reading runs at a few microseconds per
+# row; without a cap an 8.5 MB .csv.gz of 4.4 GB of valid rows ran for more
+# than 9 minutes.
+MAX_ROWS = 50_000_000
+MAX_TEXT_BYTES = 4 << 30  # decompressed text of a CSV file
 CHUNK_ROWS = 100_000
 MIN_PYARROW = (14, 0, 1)  # 14.0.0 runs code from crafted Parquet files
 
@@ -201,8 +207,9 @@ class _CsvTable(_Table):
     kind = "csv"
     text = True
 
-    def __init__(self, path, gz):
+    def __init__(self, path, gz, max_bytes=None):
         self.path, self.gz = path, gz
+        self.max_bytes = MAX_TEXT_BYTES if max_bytes is None else int(max_bytes)
         with self._text() as fh:
             try:
                 head = fh.read(65536)
@@ -249,13 +256,25 @@ class _CsvTable(_Table):
             return InputError(f"{at}: not a UTF-8 text file.")
         return InputError(f"{at}: cannot read the compressed file: {exc}")
 
+    def _too_many_bytes(self):
+        return InputError(
+            f"{self.path}: more than {self.max_bytes:,} bytes of text"
+            + (" once decompressed" if self.gz else "")
+            + "; pass --max-bytes N to read more (0: no limit)."
+        )
+
     def _lines(self, fh, counter):
         cap = MAX_LINE_CHARS
+        budget = self.max_bytes or np.inf
+        read = 0
         while True:
             line = fh.readline(cap + 1)
             if not line:
                 return
             counter[0] += 1
+            read += len(line)
+            if read > budget:
+                raise self._too_many_bytes()
             if len(line) > cap and not (len(line) == cap + 1 and line[-1] == "\n"):
                 raise InputError(
                     f"{self.path}, line {counter[0]}: the line is longer than "
@@ -367,7 +386,16 @@ class _CsvTable(_Table):
                 if reader.schema.names != self.raw_names:
                     raise _Relocate("the header could not be read")
                 start, pending, n_pending = 0, [], 0
+                budget, read = self.max_bytes or np.inf, 0
                 for batch in _arrow_batches(reader, pa):
+                    # The fields' bytes and a separator or newline after each:
+                    # the decompressed text, less any quotes.
+                    read += batch.num_rows * batch.num_columns + sum(
+                        pc.sum(pc.binary_length(c, memory_pool=pool)).as_py() or 0
+                        for c in batch.columns
+                    )
+                    if read > budget:
+                        raise self._too_many_bytes()
                     cols = [
                         pc.utf8_trim_whitespace(c, memory_pool=pool)
                         for c in batch.columns
@@ -680,14 +708,14 @@ def _load_npz(path):
     return arrays
 
 
-def open_table(path, file_type=None):
+def open_table(path, file_type=None, *, max_bytes=None):
     """A :class:`_Table` over the file at ``path``."""
     path = Path(path)
     with open_regular(path) as fh:
         head = fh.read(8)
     kind, gz = _file_type(path, head, file_type)
     if kind == "csv":
-        return _CsvTable(path, gz)
+        return _CsvTable(path, gz, max_bytes)
     if kind == "parquet":
         return _ParquetTable(path)
     if kind == "npy":
@@ -957,13 +985,25 @@ def _check_index(table, values, lines, start):
 # ---------------------------------------------------------------------------
 
 
+class Model:
+    """The probability columns of one model: ``cols`` in the file, ``order``
+    (a permutation into sorted-label order, or None), ``labels`` (the class
+    of each column once ordered, or None) and ``n_columns``."""
+
+    def __init__(self, name, cols, n_columns):
+        self.name, self.cols, self.n_columns = name, list(cols), n_columns
+        self.order = None
+        self.labels = None
+
+
 class Predictions:
     """An opened predictions file: columns chosen, labels known (pass 1).
 
     :meth:`chunks` reads the file again (pass 2) and yields
     ``(codes, proba, weight)``: ``codes`` index :attr:`classes`, ``proba``
     has the probability columns in the order of :attr:`labels` (sorted when
-    the columns are named after the classes).
+    the columns are named after the classes). With several models
+    (:attr:`models`), :meth:`model_chunks` yields one ``proba`` per model.
     """
 
     def __init__(self, table, label_col, weight_col, keys, text_labels, n_rows):
@@ -982,25 +1022,41 @@ class Predictions:
         self.label_strings = (
             keys if text_labels else [str(v) for v in self.classes.tolist()]
         )
-        self.proba_cols = None
-        self.order = None
-        self.labels = None
+        self.models = []
 
-    def describe(self):
-        """The columns in use, for messages."""
+    # The columns of the first (usually only) model.
+    @property
+    def proba_cols(self):
+        return self.models[0].cols if self.models else None
+
+    @property
+    def order(self):
+        return self.models[0].order
+
+    @property
+    def labels(self):
+        return self.models[0].labels
+
+    @property
+    def n_columns(self):
+        return self.models[0].n_columns
+
+    def describe(self, model=None):
+        """The columns in use (of ``model``, or of every model), for messages."""
         parts = [f"labels from column {self.label_col!r}"]
-        if self.proba_cols:
-            cols = ", ".join(repr(c) for c in self.proba_cols)
-            parts.append(f"probabilities from {cols}")
+        cols = [c for m in self.models for c in m.cols] if model is None else None
+        cols = model.cols if model is not None else cols
+        if cols:
+            parts.append(f"probabilities from {', '.join(repr(c) for c in cols)}")
         if self.weight_col is not None:
             parts.append(f"weights from {self.weight_col!r}")
         return "; ".join(parts)
 
     def info(self):
-        return {
+        out = {
             "file": str(self.path),
             "y_true_column": self.label_col,
-            "y_proba_columns": list(self.proba_cols),
+            "y_proba_columns": [c for m in self.models for c in m.cols],
             "sample_weight_column": self.weight_col,
             "labels": None if self.labels is None else self.labels.tolist(),
             "n_rows": int(self.n_rows),
@@ -1008,6 +1064,16 @@ class Predictions:
             "reader": getattr(self.table, "engine", self.table.kind),
             "gzip": bool(getattr(self.table, "gz", False)),
         }
+        if len(self.models) > 1:
+            out["models"] = [
+                {
+                    "name": m.name,
+                    "y_proba_columns": list(m.cols),
+                    "labels": None if m.labels is None else m.labels.tolist(),
+                }
+                for m in self.models
+            ]
+        return out
 
     def _codes(self, keys, text):
         if _is_arrow(keys):
@@ -1038,7 +1104,7 @@ class Predictions:
 
     def _chunks(self):
         table = self.table
-        names = [self.label_col, *self.proba_cols]
+        names = [self.label_col, *(c for m in self.models for c in m.cols)]
         if self.weight_col is not None:
             names.append(self.weight_col)
         for start, lines, cols in table.chunks(list(dict.fromkeys(names))):
@@ -1046,15 +1112,21 @@ class Predictions:
                 table, cols[self.label_col], self.label_col, lines, start
             )
             codes = self._codes(keys, text)
-            blocks = []
-            for col in self.proba_cols:
-                values = _floats(table, cols[col], col, lines, start)
-                blocks.append(values if values.ndim == 2 else values[:, None])
-            proba = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
-            if self.order is not None:
-                proba = proba[:, self.order]
-            if proba.shape[1] == 1:
-                proba = proba[:, 0]
+            values = {}
+            probas = []
+            for model in self.models:
+                blocks = []
+                for col in model.cols:
+                    if col not in values:
+                        values[col] = _floats(table, cols[col], col, lines, start)
+                    v = values[col]
+                    blocks.append(v if v.ndim == 2 else v[:, None])
+                proba = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
+                if model.order is not None:
+                    proba = proba[:, model.order]
+                if proba.shape[1] == 1:
+                    proba = proba[:, 0]
+                probas.append(proba)
             w = None
             if self.weight_col is not None:
                 w = _floats(table, cols[self.weight_col], self.weight_col, lines, start)
@@ -1062,11 +1134,20 @@ class Predictions:
                     raise InputError(
                         f"the weight column {self.weight_col!r} must be 1-D."
                     )
-            yield codes, proba, w
+            yield codes, probas, w
+
+    def model_chunks(self):
+        """Pass 2: ``(codes, [proba of each model], weight)`` chunk by chunk."""
+        yield from _relocating(self.table, self._chunks)
 
     def chunks(self):
-        """Pass 2: ``(codes, proba, weight)`` chunk by chunk."""
-        yield from _relocating(self.table, self._chunks)
+        """Pass 2: ``(codes, proba, weight)`` chunk by chunk (one model)."""
+        if len(self.models) != 1:
+            raise InputError(
+                f"{self.path}: {len(self.models)} models; this needs exactly one."
+            )
+        for codes, probas, w in self.model_chunks():
+            yield codes, probas[0], w
 
 
 def _relocating(table, make, *, restart_ok=False):
@@ -1087,8 +1168,10 @@ def _relocating(table, make, *, restart_ok=False):
             raise InputError(f"{table.path}: {exc}") from None
 
 
-def _scan_labels(table, label_col, weight_col):
-    """Pass 1: the distinct labels and the number of rows."""
+def _scan_labels(table, label_col, weight_col, max_rows=None):
+    """Pass 1: the distinct labels and the number of rows (at most
+    ``max_rows``: more is an error, which saves reading the rest)."""
+    max_rows = MAX_ROWS if max_rows is None else int(max_rows)
     names = [label_col]
     if table.index_column is not None:
         names.append(table.index_column)
@@ -1118,6 +1201,11 @@ def _scan_labels(table, label_col, weight_col):
             if table.index_column is not None:
                 _check_index(table, cols[table.index_column], lines, start)
             state["n"] = start + len(keys)
+            if max_rows and state["n"] > max_rows:
+                raise InputError(
+                    f"{table.path}: more than {max_rows:,} rows; pass --max-rows N "
+                    "to read more (0: no limit)."
+                )
             yield
 
     for _ in _relocating(table, scan, restart_ok=True):
@@ -1164,15 +1252,30 @@ def _proba_columns(table, label_col, weight_col, n_classes, label_strings):
 
 
 def open_predictions(
-    path, *, y_true=None, y_proba=None, sample_weight=None, file_type=None
+    path,
+    *,
+    y_true=None,
+    y_proba=None,
+    sample_weight=None,
+    file_type=None,
+    models=None,
+    compare=False,
+    max_rows=None,
+    max_bytes=None,
 ):
     """Open a predictions file, choose its columns and read its labels (pass 1).
+
+    ``models`` (a list of column lists, one per model) or ``compare`` (every
+    numeric column besides the labels and weights is one model) give several
+    models; ``y_proba`` the columns of one. ``max_rows`` and ``max_bytes``
+    (``None``: :data:`MAX_ROWS`, :data:`MAX_TEXT_BYTES`; 0: no limit) cap
+    the rows and the decompressed text read.
 
     Returns
     -------
     Predictions
     """
-    table = open_table(path, file_type)
+    table = open_table(path, file_type, max_bytes=max_bytes)
     names = [n for n in table.names if n != table.index_column]
     if y_true is not None:
         label_col = _pick(names, y_true, "--y-true")
@@ -1183,25 +1286,91 @@ def open_predictions(
     weight_col = None
     if sample_weight is not None:
         weight_col = _pick(names, sample_weight, "--sample-weight")
-    explicit = None
-    if y_proba:
-        explicit = [_pick(names, c, "--y-proba") for c in y_proba]
-        if label_col in explicit:
+        if weight_col == label_col:
+            # Weights of 0 and 1 would silently drop every negative row.
             raise InputError(
-                f"column {label_col!r} is both the label and a probability."
+                f"--sample-weight {weight_col!r} is the label column; the "
+                "weights need a column of their own."
             )
-    keys, text, n_rows = _scan_labels(table, label_col, weight_col)
+    groups = None
+    if models is not None:
+        groups = [[_pick(names, c, "--y-proba") for c in cols] for cols in models]
+    elif y_proba:
+        groups = [[_pick(names, c, "--y-proba") for c in y_proba]]
+    for cols in groups or []:
+        for col, role in ((label_col, "the label"), (weight_col, "the weight")):
+            if col in cols:
+                raise InputError(f"column {col!r} is both {role} and a probability.")
+    keys, text, n_rows = _scan_labels(table, label_col, weight_col, max_rows)
     pred = Predictions(table, label_col, weight_col, keys, text, n_rows)
-    if explicit is None:
-        proba_cols = _proba_columns(
-            table, label_col, weight_col, len(pred.classes), pred.label_strings
-        )
-    else:
-        proba_cols = explicit
-    pred.proba_cols = proba_cols
-    pred.n_columns = _n_columns(table, proba_cols)
-    _column_classes(pred)
+    if compare and groups is None:
+        groups = [[c] for c in _numeric_columns(table, label_col, weight_col)]
+        if len(pred.classes) > 2:
+            raise InputError(
+                f"--compare takes one probability column per model, for two "
+                f"classes; the labels have {len(pred.classes)}: list each model's "
+                "columns with --y-proba a1,b1 a2,b2 ... (one value per class, "
+                "one comma-separated name per model)."
+            )
+    if groups is None:
+        groups = [
+            _proba_columns(
+                table, label_col, weight_col, len(pred.classes), pred.label_strings
+            )
+        ]
+    pred.models = [
+        Model(name, cols, _n_columns(table, cols))
+        for name, cols in zip(_model_names(groups), groups, strict=True)
+    ]
+    for model in pred.models:
+        _column_classes(pred, model)
     return pred
+
+
+def _numeric_columns(table, label_col, weight_col):
+    """The columns besides the labels and weights whose first chunk holds
+    numbers (an id or a date column is not a model)."""
+    excluded = {label_col, weight_col, table.index_column, "classes"}
+    rest = [n for n in table.names if n not in excluded]
+    rest = [n for n in rest if n.lower() not in WEIGHT_NAMES]
+    first = None
+    if rest:
+        chunks = table.chunks(rest)
+        first = next(chunks, None)
+        chunks.close()
+    found = []
+    for name in rest:
+        try:
+            _floats(table, first[2][name], name, first[1], 0)
+        except (InputError, _Relocate):
+            continue
+        found.append(name)
+    if not found:
+        raise InputError(
+            f"--compare: no numeric column besides the label column {label_col!r}."
+        )
+    return found
+
+
+def _model_names(groups):
+    """A name per model: its column, or what its columns share (``lr`` for
+    ``lr_cat, lr_dog``), made distinct."""
+    names = []
+    for cols in groups:
+        if len(cols) == 1:
+            name = cols[0]
+        else:
+            name = _whole_token_prefix(cols).rstrip(_NAME_SEPARATORS)
+            if not name:
+                reversed_cols = [c[::-1] for c in cols]
+                name = _whole_token_prefix(reversed_cols)[::-1].strip(_NAME_SEPARATORS)
+            name = name or "+".join(cols)
+        names.append(name)
+    if len(groups) > 1:
+        for i, name in enumerate(names):
+            if names.count(name) > 1:
+                names[i] = f"{name} ({i + 1})"
+    return names
 
 
 def _n_columns(table, cols):
@@ -1212,10 +1381,11 @@ def _n_columns(table, cols):
     return len(cols)
 
 
-def _column_classes(pred):
-    """Order the probability columns after the classes they are named for."""
-    table, cols = pred.table, pred.proba_cols
-    width = _n_columns(table, cols)
+def _column_classes(pred, model):
+    """Order the probability columns of ``model`` after the classes they are
+    named for."""
+    table, cols = pred.table, model.cols
+    width = model.n_columns
     if width < 2:
         return
     class_names = None
@@ -1245,7 +1415,7 @@ def _column_classes(pred):
         # Columns in sorted-label order, as ``predict_proba`` returns them, so
         # that the default positive class is the greater label.
         order = np.argsort(class_names, kind="stable")
-        pred.order, pred.labels = order, class_names[order]
+        model.order, model.labels = order, class_names[order]
 
 
 def read_predictions(

@@ -30,6 +30,8 @@ RESERVOIR_ROWS = 200_000
 RESERVOIR_BYTES = 64 << 20
 # Classwise streaming keeps one accumulator per class.
 MAX_STREAMED_TASKS = 64
+# The report measures the gain of recalibrating up to this many classes.
+MAX_RECALIBRATED_CLASSES = 20
 
 
 def _float(x):
@@ -45,6 +47,16 @@ def _jsonable(x):
 def _position(values, value):
     hits = [i for i, v in enumerate(values) if v == value]
     return hits[0] if hits else None
+
+
+class _Sample:
+    """The rows a report step computes on: ``y``, ``proba``, ``w`` (scaled
+    weights or None), ``n`` rows, whether the input was ``streamed`` (the rows
+    are then a reservoir subsample), and the keywords of the metrics: ``kw``
+    (labels, weights) and ``mc`` (the multiclass reduction)."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
 
 
 class ReportBuilder:
@@ -292,25 +304,71 @@ class ReportBuilder:
 
     # -- results ------------------------------------------------------------
     def finish(self, progress=None):
-        """``(report, curve)``: every number and the smooth reliability curve."""
-        from .. import metrics
+        """``(report, curve)``: every number and the smooth reliability curve.
 
+        One step per quantity. The in-memory and streamed paths share each
+        step; they differ only where the accumulator or the running sums give
+        a number over every row (smECE and its curve, the uniform-bin ECE,
+        the Brier score and the log-loss) and the sample kept is a subsample.
+        """
         progress = progress or StepProgress(False)
         if self.n_samples == 0:
             raise InputError("no data rows.")
+        sample = self._report_sample()
+        report = self._report_header(sample)
+        m = report["metrics"]
+        curve, m["smooth_ece"] = self._smooth_ece(sample, progress)
+        progress.start("binned ECE")
+        for strategy in ("uniform", "quantile"):
+            m[f"binned_ece_{strategy}"] = self._binned_ece(sample, strategy)
+        progress.done()
+        m["ece_kde"] = self._ece_kde(sample, progress)
+        m.update(self._proper_scores())
+        if self.bound is not None:
+            m["calibration_error_bound"] = self._certified_bound(sample, progress)
+        progress.start("calibration tests, decomposition and summary")
+        # Beside "metrics", whose entries are single values.
+        with self._input_errors():
+            report.update(
+                _calibration_checks(
+                    sample.y,
+                    sample.proba,
+                    self.binary,
+                    self.random_state,
+                    self.n_jobs,
+                    {**sample.mc, **sample.kw},
+                    sample.n,
+                )
+            )
+        progress.done()
+        progress.start("cross-fitted recalibration")
+        report["recalibration"] = self._recalibration_gain(
+            sample.y, sample.proba, sample.w
+        )
+        progress.done()
+        return report, curve
+
+    def _report_sample(self):
+        """The rows kept (all of them, or the reservoir subsample), with the
+        weights scaled to a maximum of 1 and the keywords of every metric."""
         _, y, proba, w = self._sample()
-        m_rows = y.shape[0]
-        streamed = self._streaming
         if w is not None:
             top = self._max_weight
             w = w / top if top > 0 else w
-        kw_w = {"sample_weight": w} if w is not None else {}
-        kw_labels = (
-            {"labels": self.class_idx}
-            if self.binary
-            else {"labels": np.arange(self.n_classes)}
+        kw = {"labels": self.class_idx if self.binary else np.arange(self.n_classes)}
+        if w is not None:
+            kw["sample_weight"] = w
+        return _Sample(
+            y=y,
+            proba=proba,
+            w=w,
+            n=int(y.shape[0]),
+            streamed=self._streaming,
+            kw=kw,
+            mc={"multi_class": self.multi_class},
         )
-        tl = self.multi_class if not self.binary else None
+
+    def _report_header(self, sample):
         report = {
             "n_samples": int(self.n_samples),
             "n_classes": int(self.n_classes),
@@ -318,22 +376,26 @@ class ReportBuilder:
             "classes": [_jsonable(c) for c in self.classes],
             "pos_label": _jsonable(self.pos_label) if self.binary else None,
             "weighted": self.weighted,
-            "multi_class": tl,
+            "multi_class": self.multi_class if not self.binary else None,
             "subsample": None,
             "metrics": {},
         }
-        m = report["metrics"]
-        mc = {"multi_class": self.multi_class}
-        if streamed:
+        if sample.streamed:
             report["subsample"] = {
-                "n_samples": int(m_rows),
+                "n_samples": sample.n,
                 "kind": "uniform random subsample (reservoir) of the rows",
                 "used_for": ["smooth_ece.ci", "binned_ece_quantile", "ece_kde"]
                 + (["calibration_error_bound"] if self.bound else []),
             }
+        return report
 
-        # -- smooth ECE -----------------------------------------------------
-        n_boot = self.n_bootstrap
+    def _smooth_ece(self, sample, progress):
+        """The smooth reliability curve and its smECE entry: of the rows in
+        memory, or of the accumulator with the subsample's interval and
+        band."""
+        from .. import metrics
+
+        n_boot, streamed, m_rows = self.n_bootstrap, sample.streamed, sample.n
         progress.start(
             f"smooth ECE ({n_boot} bootstrap resamples"
             + (f" of a {m_rows}-row subsample)" if streamed else ")")
@@ -344,79 +406,78 @@ class ReportBuilder:
             sample_curve = None
             if not streamed or n_boot:
                 sample_curve = metrics.smooth_calibration_curve(
-                    y,
-                    proba,
+                    sample.y,
+                    sample.proba,
                     n_bootstrap=n_boot,
                     confidence_level=self.confidence_level,
                     random_state=self.random_state,
                     n_jobs=self.n_jobs,
-                    **mc,
-                    **kw_labels,
-                    **kw_w,
+                    **sample.mc,
+                    **sample.kw,
                 )
-        if streamed:
-            curves = _as_list(self._accumulator.calibration_curve())
-            cis = (
-                [None] * len(curves)
-                if sample_curve is None
-                else [c.smece_ci for c in _as_list(sample_curve)]
-            )
-            for c, ci in zip(curves, cis, strict=True):
-                c.smece_ci = ci
-                c.confidence_level = self.confidence_level if ci is not None else None
-            if self.binary or self.multi_class == "top-label":
-                curve = curves[0]
-            else:
-                curve = curves
-                for c, label in zip(curves, self.classes, strict=True):
-                    c.label = label
-        else:
-            curve = sample_curve
+        curve = self._streamed_curve(sample_curve) if streamed else sample_curve
         cl = _as_list(curve)
-        value = float(np.mean([c.smece for c in cl]))
-        ci = _mean_ci([c.smece_ci for c in cl])
         progress.done()
-        m["smooth_ece"] = {
-            "value": value,
+        entry = {
+            "value": float(np.mean([c.smece for c in cl])),
             "sigma": _float(cl[0].sigma) if len(cl) == 1 else None,
-            "ci": ci,
+            "ci": _mean_ci([c.smece_ci for c in cl]),
             "confidence_level": self.confidence_level if n_boot else None,
             "n_bootstrap": int(n_boot),
-            "ci_n_samples": int(m_rows) if n_boot else None,
+            "ci_n_samples": m_rows if n_boot else None,
         }
+        if streamed and n_boot:
+            entry["band"] = (
+                f"bootstrap band of a {m_rows}-row uniform subsample, drawn "
+                "about the curve of every row (wider than every row's band)"
+            )
         if len(cl) > 1:
-            m["smooth_ece"]["sigma_per_class"] = [float(c.sigma) for c in cl]
+            entry["sigma_per_class"] = [float(c.sigma) for c in cl]
+        return curve, entry
 
-        # -- binned ECE -----------------------------------------------------
-        progress.start("binned ECE")
-        for strategy in ("uniform", "quantile"):
-            if streamed and strategy == "uniform":
-                v = self._binned_from_sums()
-                used = self.n_samples
-            else:
-                with self._input_errors():
-                    v = metrics.binned_calibration_error(
-                        y,
-                        proba,
-                        n_bins=self.n_bins,
-                        strategy=strategy,
-                        norm="l1",
-                        **mc,
-                        **kw_labels,
-                        **kw_w,
-                    )
-                used = m_rows
-            m[f"binned_ece_{strategy}"] = {
-                "value": _float(v),
-                "n_bins": self.n_bins,
-                "n_samples_used": int(used),
-            }
-        progress.done()
+    def _streamed_curve(self, sample_curve):
+        curves = _as_list(self._accumulator.calibration_curve())
+        cis = (
+            [None] * len(curves)
+            if sample_curve is None
+            else [c.smece_ci for c in _as_list(sample_curve)]
+        )
+        for c, ci in zip(curves, cis, strict=True):
+            c.smece_ci = ci
+            c.confidence_level = self.confidence_level if ci is not None else None
+        if sample_curve is not None:
+            for c, sc in zip(curves, _as_list(sample_curve), strict=True):
+                _band_from_subsample(c, sc)
+        if self.binary or self.multi_class == "top-label":
+            return curves[0]
+        for c, label in zip(curves, self.classes, strict=True):
+            c.label = label
+        return curves
 
-        # -- ECE-KDE --------------------------------------------------------
+    def _binned_ece(self, sample, strategy):
+        from .. import metrics
+
+        if sample.streamed and strategy == "uniform":
+            v, used = self._binned_from_sums(), self.n_samples
+        else:
+            with self._input_errors():
+                v = metrics.binned_calibration_error(
+                    sample.y,
+                    sample.proba,
+                    n_bins=self.n_bins,
+                    strategy=strategy,
+                    norm="l1",
+                    **sample.mc,
+                    **sample.kw,
+                )
+            used = sample.n
+        return {"value": _float(v), "n_bins": self.n_bins, "n_samples_used": int(used)}
+
+    def _ece_kde(self, sample, progress):
+        from .. import metrics
+
         rng = np.random.default_rng(self.random_state)
-        n = m_rows
-        kde_max = self.kde_max_samples
+        n, kde_max = sample.n, self.kde_max_samples
         sub = None
         if kde_max and n > kde_max:
             sub = np.sort(rng.choice(n, size=kde_max, replace=False))
@@ -434,16 +495,16 @@ class ReportBuilder:
         # plug-in, which is then biased upward.
         with self._input_errors():
             kde = metrics.kde_calibration_error(
-                pick(y),
-                pick(proba),
+                pick(sample.y),
+                pick(sample.proba),
                 p=1,
                 bandwidth="risk",
                 labels=self.class_idx,
                 return_details=True,
-                **({"sample_weight": pick(w)} if w is not None else {}),
+                **({"sample_weight": pick(sample.w)} if sample.w is not None else {}),
             )
         progress.done()
-        m["ece_kde"] = {
+        return {
             "value": float(kde.value),
             "p": 1,
             "multi_class": "canonical",
@@ -454,63 +515,66 @@ class ReportBuilder:
             "n_samples_used": int(used),
         }
 
-        # -- Brier score and log-loss (running sums over every row) ------------
+    def _proper_scores(self):
+        """Brier score and log-loss, from running sums over every row."""
         total, brier, loss = self._sums
         if not total > 0:
             raise InputError("sample_weight must have a positive sum.")
-        m["brier_score"] = {"value": float(brier / total)}
-        m["log_loss"] = {"value": float(loss / total)}
+        return {
+            "brier_score": {"value": float(brier / total)},
+            "log_loss": {"value": float(loss / total)},
+        }
 
-        # -- certified bound ------------------------------------------------
-        if self.bound is not None:
-            progress.start(
-                f"certified bound ({self.bound.upper()})"
-                + (f" on a subsample of {m_rows} rows" if streamed else "")
-            )
-            kw = {}
-            if self.bound == "nw":
-                kw["perturbation_scale"] = self.perturbation_scale
-            with self._input_errors():
-                res = metrics.calibration_error_bound(
-                    y,
-                    proba,
-                    multi_class="top-label",
-                    return_details=True,
-                    **kw_labels,
-                    method=self.bound,
-                    delta=self.delta,
-                    random_state=self.random_state,
-                    **kw,
-                )
-            progress.done()
-            m["calibration_error_bound"] = {
-                "method": self.bound,
-                "upper": float(res.upper),
-                "estimate": float(res.estimate),
-                "lower": float(res.lower),
-                "delta": float(self.delta),
-                "perturbation_scale": _float(self.perturbation_scale),
-                "n_splits": int(res.n_splits),
-                "terms": {k: float(v) for k, v in res.terms.items()},
-                "target": "binary" if self.binary else "top-label",
-                "n_samples_used": int(m_rows),
-            }
-        progress.start("calibration tests, decomposition and summary")
-        # Beside "metrics", whose entries are single values.
+    def _certified_bound(self, sample, progress):
+        from .. import metrics
+
+        progress.start(
+            f"certified bound ({self.bound.upper()})"
+            + (f" on a subsample of {sample.n} rows" if sample.streamed else "")
+        )
+        kw = {}
+        if self.bound == "nw":
+            kw["perturbation_scale"] = self.perturbation_scale
         with self._input_errors():
-            report.update(
-                _calibration_checks(
-                    y,
-                    proba,
-                    self.binary,
-                    self.random_state,
-                    self.n_jobs,
-                    {**mc, **kw_labels, **kw_w},
-                    int(m_rows),
-                )
+            res = metrics.calibration_error_bound(
+                sample.y,
+                sample.proba,
+                multi_class="top-label",
+                return_details=True,
+                labels=sample.kw["labels"],
+                method=self.bound,
+                delta=self.delta,
+                random_state=self.random_state,
+                **kw,
             )
         progress.done()
-        return report, curve
+        return {
+            "method": self.bound,
+            "upper": float(res.upper),
+            "estimate": float(res.estimate),
+            "lower": float(res.lower),
+            "delta": float(self.delta),
+            "perturbation_scale": _float(self.perturbation_scale),
+            "n_splits": int(res.n_splits),
+            "terms": {k: float(v) for k, v in res.terms.items()},
+            "target": "binary" if self.binary else "top-label",
+            "n_samples_used": sample.n,
+        }
+
+    def _recalibration_gain(self, y, proba, w):
+        from ._answers import GAIN_SPLITS, recalibration_gain
+
+        if self.n_classes > MAX_RECALIBRATED_CLASSES:
+            return {
+                "reason": f"more than {MAX_RECALIBRATED_CLASSES} classes; "
+                "recalibrating is not measured."
+            }
+        if y.shape[0] < 10 * GAIN_SPLITS:
+            return {"reason": f"fewer than {10 * GAIN_SPLITS} rows to cross-fit."}
+        with self._input_errors():
+            return recalibration_gain(
+                y, proba, w, binary=self.binary, random_state=self.random_state
+            )
 
     def display(self, curve):
         """The smooth reliability display of ``curve`` (from :meth:`finish`).
@@ -640,6 +704,29 @@ def _format_checks(m):
     return lines
 
 
+def _band_from_subsample(curve, sample):
+    """Give the curve of every row the bootstrap band of the subsample's curve:
+    its deviations from the subsample's curve, carried to the full curve's
+    grid. The subsample has fewer rows, so the band is wider than the band of
+    every row would be: conservative, and the report says so."""
+    if sample.y_smooth_low is None:
+        return
+    x = np.asarray(curve.scores, dtype=float)
+    sx = np.asarray(sample.scores, dtype=float)
+    for end in ("low", "high"):
+        dev = np.asarray(getattr(sample, f"y_smooth_{end}")) - sample.y_smooth
+        ok = np.isfinite(dev)
+        shifted = np.full(x.shape, np.nan)
+        if ok.sum() >= 2:
+            inside = (x >= sx[ok].min()) & (x <= sx[ok].max())
+            shifted[inside] = curve.y_smooth[inside] + np.interp(
+                x[inside], sx[ok], dev[ok]
+            )
+        setattr(curve, f"y_smooth_{end}", np.clip(shifted, 0.0, 1.0))
+    curve.n_bootstrap = sample.n_bootstrap
+    curve.ci_method = sample.ci_method
+
+
 def _as_list(curve):
     return curve if isinstance(curve, list) else [curve]
 
@@ -729,6 +816,22 @@ def compute_report(
     >>> print(format_table(report).splitlines()[0])
     2000 samples, binary, positive label True
     """
+    from .._validation import check_calibration_inputs
+
+    # The library's checks first: a scalar, None, a sparse matrix or a
+    # zero-column y_proba would otherwise fail deep inside the builder.
+    try:
+        check_calibration_inputs(
+            y_true,
+            y_proba,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+        )
+    except ValueError as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(str(exc)) from None
     y_true = np.asarray(y_true)
     y_proba = np.asarray(y_proba)
     if y_true.ndim != 1:
@@ -839,9 +942,9 @@ def format_table(report, *, title=None):
         conf = 100 * (1 - b["delta"])
         btl = "" if kind == "binary" else ", top-label"
         label = f"certified CE bound ({b['method'].upper()}{btl})"
-        rows.append(
-            (label, b["upper"], f"holds w.p. {conf:g}%, estimate {_fmt(b['estimate'])}")
-        )
+        # The bound's own estimate is of a surrogate of the error (another
+        # number than the estimates above): the JSON keeps it, the table not.
+        rows.append((label, b["upper"], f"holds w.p. {conf:g}%"))
     width = max(len(r[0]) for r in rows)
     lines.append(f"  {'measure'.ljust(width)}   {'value':>8}")
     lines.append(f"  {'-' * width}   {'-' * 8}")
@@ -858,7 +961,8 @@ def format_table(report, *, title=None):
     if sub:
         lines.append("")
         lines.append(
-            "note: the smooth ECE interval, the quantile-bin ECE, ECE-KDE"
+            "note: the smooth ECE interval and the figure's band, the "
+            "quantile-bin ECE, ECE-KDE"
             + (" and the bound" if "calibration_error_bound" in m else "")
             + f" use a uniform random subsample of {sub['n_samples']} of the "
             f"{report['n_samples']} rows; the other numbers use every row."

@@ -170,6 +170,8 @@ def report_directory(args, progress):
             y_true=args.y_true,
             y_proba=args.y_proba,
             sample_weight=args.sample_weight,
+            max_rows=getattr(args, "max_rows", None),
+            max_bytes=getattr(args, "max_bytes", None),
         )
         pos_label = _pos_label(args.pos_label, pred.classes)
         saver = StateSaver(

@@ -71,8 +71,11 @@ class OutputDir:
         self._staged.append((tmp, final))
         return final
 
-    def commit(self):
-        """Move every staged file over its final name."""
+    def commit(self, own_names=()):
+        """Move every staged file over its final name, then remove the files
+        of ``own_names`` (outputs an earlier run may have written) that this
+        run did not write: a report beside a figure of other data misleads."""
+        written = {final.name for _, final in self._staged}
         try:
             while self._staged:
                 tmp, final = self._staged[0]
@@ -85,6 +88,10 @@ class OutputDir:
                 self._staged.pop(0)
         finally:
             self.discard()
+        for name in own_names:
+            stale = self.path / name
+            if name not in written and (stale.is_symlink() or stale.is_file()):
+                _remove(stale)
 
     def discard(self):
         """Remove the staged files that were not committed."""

@@ -263,12 +263,17 @@ class CalibrationAccumulator:
         Parameters
         ----------
         y_true : array-like of shape (n_samples,)
-        y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+            True labels of the chunk.
+        y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+            Predicted probability of the positive class, or of each class in
+            the order of ``labels``.
         sample_weight : array-like of shape (n_samples,), default=None
+            Frequency weights of the chunk.
 
         Returns
         -------
-        self : CalibrationAccumulator
+        CalibrationAccumulator
+            The accumulator (``self``), with the chunk added.
         """
         proba = check_probability_array(y_proba, name="y_proba")
         if self._multiclass_chunk(proba):
@@ -398,7 +403,8 @@ class CalibrationAccumulator:
 
         Returns
         -------
-        self : CalibrationAccumulator
+        CalibrationAccumulator
+            The accumulator (``self``), holding both partitions.
         """
         if type(other) is not type(self):
             raise TypeError(
@@ -713,7 +719,7 @@ class CalibrationAccumulator:
 
         Returns
         -------
-        stats : ndarray of shape (2**16 + 1, 3) or (n_classes, 2**16 + 1, 3)
+        ndarray of shape (2**16 + 1, 3) or (n_classes, 2**16 + 1, 3)
             Linearly binned on the grid ``j / 2**16`` (linear binning); one
             table per class for ``multi_class="classwise"``.
         """
@@ -733,8 +739,9 @@ class CalibrationAccumulator:
 
         Returns
         -------
-        smece : float or SmoothECEResult
-            The mean over classes for ``multi_class="classwise"``.
+        float or SmoothECEResult
+            The SmoothECE; the mean over classes for
+            ``multi_class="classwise"``.
         """
         fits = [self._smece(sigma, part._statistics()) for part in self._parts()]
         value = float(np.mean([v for v, _ in fits]))
@@ -775,8 +782,8 @@ class CalibrationAccumulator:
 
         Returns
         -------
-        curve : SmoothCalibrationCurve or list of SmoothCalibrationCurve
-            A list (one per class, with ``label`` set) for
+        SmoothCalibrationCurve or list of SmoothCalibrationCurve
+            The curve; a list (one per class, with ``label`` set) for
             ``multi_class="classwise"``.
         """
         from ._results import SmoothCalibrationCurve
@@ -822,7 +829,10 @@ class CalibrationAccumulator:
         Parameters
         ----------
         n_bins : int, default=15
+            Number of bins, from 1 to ``2**16``.
         norm : {"l1", "l2", "max"}, default="l1"
+            Norm of the gaps between mean label and mean score over the
+            bins: weighted mean absolute, root mean squared or largest.
         debias : bool, default=False
             Only for ``norm="l2"`` (see :func:`binned_calibration_error`).
         root : bool, default=True
@@ -834,8 +844,9 @@ class CalibrationAccumulator:
 
         Returns
         -------
-        error : float or BinnedCalibrationResult
-            The mean over classes for ``multi_class="classwise"``.
+        float or BinnedCalibrationResult
+            The binned error; the mean over classes for
+            ``multi_class="classwise"``.
         """
         check_binned_options(norm, debias, root)
         tables = [part._bin_table(n_bins) for part in self._parts()]

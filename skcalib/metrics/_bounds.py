@@ -30,6 +30,7 @@ from .._backend.window import (
     window_moments,
     window_prefix_sums,
 )
+from .._docstrings import fill_doc
 from .._params import StrOptions, check_random_generator, validate_params
 from .._validation import (
     binary_tasks,
@@ -221,6 +222,7 @@ def _method_kwargs(method, perturbation_scale, lipschitz, variation, assume):
 
 @validate_params(method=StrOptions(*_METHODS), multi_class=StrOptions(*_MULTI_CLASS))
 @by_group
+@fill_doc
 def calibration_error_bound(
     y_true,
     y_proba,
@@ -261,8 +263,7 @@ def calibration_error_bound(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        True labels.
+    ${y_true}
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
         Scores (1-D: predicted probability of the positive class), drawn
         i.i.d. together with the labels. With three or more classes the bound

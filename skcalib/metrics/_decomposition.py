@@ -9,6 +9,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 
 from .._backend import decomposition as _dc
 from .._backend.user_warning import warn_user
+from .._docstrings import fill_doc
 from .._params import StrOptions, validate_params
 from .._validation import binary_tasks, check_calibration_inputs
 
@@ -76,6 +77,7 @@ class ScoreDecomposition:
 
 
 @validate_params(score=StrOptions(*_TERMS))
+@fill_doc
 def score_decomposition(
     y_true,
     y_proba,
@@ -103,8 +105,7 @@ def score_decomposition(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        True labels.
+    ${y_true}
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
         Predicted probability of the positive class, or of each class
         (columns in the order of the sorted labels, or of ``labels``). For
@@ -117,12 +118,8 @@ def score_decomposition(
     sample_weight : array-like of shape (n_samples,), default=None
         Frequency weights (integer weights give the decomposition of the
         repeated rows): weighted means and a weighted isotonic fit.
-    pos_label : int, float, bool or str, default=None
-        Positive class of a binary problem. With a 1-D ``y_proba``, ``None``
-        means 1 for labels in {0, 1} or {-1, 1} and ``True`` for booleans;
-        any other labels need ``pos_label``.
-    labels : array-like, default=None
-        All class labels, in the order of the columns of ``y_proba``.
+    ${pos_label}
+    ${labels}
 
     Returns
     -------

@@ -8,6 +8,7 @@ from .._backend.bandwidth import select_kde_bandwidth
 from .._backend.progress import Progress
 from .._backend.smoothing import dirichlet_nw, kde_error_terms
 from .._backend.user_warning import warn_user
+from .._docstrings import fill_doc
 from .._params import (
     KDE_RULES,
     check_kde_debias,
@@ -94,6 +95,7 @@ def _sampling_standard_error(w, terms, value, n_pool, weight):
 
 @validate_params(**KDE_RULES)
 @by_group
+@fill_doc
 def kde_calibration_error(
     y_true,
     y_proba,
@@ -129,8 +131,7 @@ def kde_calibration_error(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        True labels.
+    ${y_true}
     y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
         Predicted probability of the positive class, or of each class (columns
         in the order of the sorted labels, as ``predict_proba`` returns them,

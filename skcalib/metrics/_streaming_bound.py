@@ -268,7 +268,9 @@ class StreamingCalibrationBound:
         Parameters
         ----------
         y_true : array-like of shape (n_samples,)
+            True labels of the chunk.
         y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+            Predicted probability of the positive class, or of both classes.
         start : int, default=None
             Position of the chunk's first sample in the whole stream (for
             partitions fitted separately and merged); by default the chunk
@@ -276,7 +278,8 @@ class StreamingCalibrationBound:
 
         Returns
         -------
-        self
+        StreamingCalibrationBound
+            The bound (``self``), with the chunk added.
         """
         if not hasattr(self, "seed_"):
             self._setup()
@@ -350,12 +353,15 @@ class StreamingCalibrationBound:
         Parameters
         ----------
         y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+            Predicted probabilities of the chunk, as given to
+            :meth:`partial_fit`.
         start : int, default=None
             Position of the chunk's first sample in the stream.
 
         Returns
         -------
-        self
+        StreamingCalibrationBound
+            The bound (``self``), with the chunk's scores added.
         """
         if not hasattr(self, "valid_moments_"):
             self._freeze()
@@ -389,8 +395,10 @@ class StreamingCalibrationBound:
         return self
 
     def merge(self, other):
-        """Add another partition's state (both in pass 1, or both in pass 2
-        with surrogates built from the same merged pass-1 state).
+        """Add another partition's state.
+
+        Both must be in pass 1, or both in pass 2 with surrogates built from
+        the same merged pass-1 state.
 
         Parameters
         ----------
@@ -400,7 +408,8 @@ class StreamingCalibrationBound:
 
         Returns
         -------
-        self
+        StreamingCalibrationBound
+            The bound (``self``), holding both partitions.
         """
         if not isinstance(other, StreamingCalibrationBound):
             raise TypeError(
@@ -768,10 +777,11 @@ class StreamingCalibrationBound:
 
         Returns
         -------
-        upper : float or CalibrationBound
-            As :func:`calibration_error_bound`. For ``"nw"``, the
-            ``bandwidth`` of the :class:`CalibrationBound` is the window
-            half-width ``(r + 1/2) / 2**16`` of each fold.
+        float or CalibrationBound
+            The certified upper bound, or its details with
+            ``return_details=True``, as :func:`calibration_error_bound`. For
+            ``"nw"``, the ``bandwidth`` of the :class:`CalibrationBound` is
+            the window half-width ``(r + 1/2) / 2**16`` of each fold.
         """
         if not hasattr(self, "valid_moments_") or self.n_validated_ == 0:
             raise _not_fitted("Run partial_validate over the data (pass 2) first.")

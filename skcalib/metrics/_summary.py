@@ -15,6 +15,7 @@ from .._backend import smece as _sm
 from .._backend.loess import lowess
 from .._backend.logistic import log_likelihood, logistic_fit
 from .._backend.user_warning import warn_user
+from .._docstrings import fill_doc
 from .._params import Interval, NoneOr, StrOptions, validate_params
 from .._validation import binary_tasks, check_calibration_inputs
 from ._results import _summary as _repr
@@ -350,6 +351,7 @@ def _summary(y, s, w, n, curve, clip):
     curve=StrOptions("loess", "smooth"),
     clip=NoneOr(Interval(numbers.Real, 0, 0.5, closed="neither")),
 )
+@fill_doc
 def calibration_summary(
     y_true,
     y_proba,
@@ -379,11 +381,8 @@ def calibration_summary(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,)
-        True labels.
-    y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
-        Predicted probability of the positive class, or of each class
-        (columns in the order of the sorted labels, or of ``labels``).
+    ${y_true}
+    ${y_proba}
     curve : {"loess", "smooth"}, default="loess"
         Calibration curve of Emax, E90, E50 and ICI. ``"loess"``: R's
         ``lowess(s, y, iter = 0)`` (span 2/3, no robustness iterations, the
@@ -410,12 +409,8 @@ def calibration_summary(
         ``normwt``), so that multiplying them by a constant changes nothing;
         the standard errors and U's p-value then read them as that many
         rows, which is not a survey-design variance.
-    pos_label : int, float, bool or str, default=None
-        Positive class of a binary problem. With a 1-D ``y_proba``, ``None``
-        means 1 for labels in {0, 1} or {-1, 1} and ``True`` for booleans;
-        any other labels need ``pos_label``.
-    labels : array-like, default=None
-        All class labels, in the order of the columns of ``y_proba``.
+    ${pos_label}
+    ${labels}
 
     Returns
     -------

@@ -191,7 +191,8 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
 
         Returns
         -------
-        self : RecalibratedClassifier
+        RecalibratedClassifier
+            The fitted estimator (``self``).
         """
         check_estimator_params(self)
         check_classification_targets(y)
@@ -305,8 +306,9 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Rows sum to one; columns follow ``classes_``.
+        ndarray of shape (n_samples, n_classes)
+            Recalibrated probabilities: rows sum to one; columns follow
+            ``classes_``.
         """
         check_is_fitted(self)
         pairs = self.calibrated_classifiers_
@@ -321,21 +323,26 @@ class RecalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples, in any form the base estimator accepts.
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,)
+            The class of largest recalibrated probability for each sample.
         """
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def get_metadata_routing(self):
-        """Metadata routing: ``sample_weight`` is consumed here (calibrator) and
-        fit parameters are routed to ``estimator``; split parameters to ``cv``.
+        """Get the metadata routing of this estimator.
+
+        ``sample_weight`` is consumed here (by the calibrator), fit parameters
+        are routed to ``estimator`` and split parameters to ``cv``.
 
         Returns
         -------
-        routing : sklearn.utils.metadata_routing.MetadataRouter
+        sklearn.utils.metadata_routing.MetadataRouter
+            Routing of the fit and split parameters.
         """
         return (
             estimator_router(self, self._get_estimator())

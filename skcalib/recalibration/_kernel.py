@@ -362,7 +362,8 @@ default="auto"
 
         Returns
         -------
-        self : KernelRecalibrator
+        KernelRecalibrator
+            The fitted recalibrator (``self``).
         """
         check_estimator_params(self)
         eps = float(self.eps)
@@ -517,7 +518,7 @@ default="auto"
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_features_in_)
+        ndarray of shape (n_samples, n_features_in_)
             Recalibrated probabilities, clipped to ``[eps, 1 - eps]`` (with
             more than two classes the rows are renormalised after clipping,
             so an entry can end slightly below ``eps``); with ``K >= 2``
