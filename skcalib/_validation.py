@@ -18,7 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._backend.score_grid import off_grid
+from ._backend.score_grid import (
+    DISTINCT_FALSE_ALARM,
+    min_distinct_perturbed,
+    off_grid,
+)
 from ._backend.top_label import scan_top_label, top_label_task
 from ._params import check_param
 
@@ -909,6 +913,8 @@ def check_perturbed_scores(s, method, name="y_proba"):
 
     Perturbed scores are rounded to the grid ``k / 2**24``; a bound that rests
     on the smoothness the perturbation creates is false for other scores.
+    Being on the grid is necessary, not sufficient: unperturbed scores can
+    happen to lie on it (see :func:`check_perturbed_spread`).
     """
     bad = off_grid(s)
     if bad >= 0:
@@ -917,7 +923,38 @@ def check_perturbed_scores(s, method, name="y_proba"):
             f"{float(np.asarray(s)[bad])!r} is not on the perturbation grid "
             f"k / 2**24). method={method!r} certifies only scores perturbed by "
             "the sech kernel: perturb them with skcalib.perturb_proba or "
-            "PerturbedClassifier, or use method='tv'."
+            "PerturbedClassifier, or use method='tv'. (Being on the grid is "
+            "necessary, not sufficient: the bound is false for unperturbed "
+            "scores that happen to lie on it.)"
+        )
+
+
+def check_perturbed_spread(s_sorted, scale, method, name="y_proba"):
+    """Refuse grid scores with too few distinct values to have been perturbed.
+
+    Scores perturbed at ``scale`` spread over many grid points whatever their
+    base scores; :func:`~skcalib._backend.score_grid.min_distinct_perturbed`
+    gives a count that genuinely perturbed scores reach except with
+    probability ``DISTINCT_FALSE_ALARM`` (1e-9). Fewer distinct values (e.g.
+    two atoms on the grid) mean unperturbed scores. ``s_sorted`` holds the
+    scores in sorted order.
+    """
+    n = s_sorted.shape[0]
+    if n < 2:
+        return
+    n_distinct = 1 + int(np.count_nonzero(s_sorted[1:] != s_sorted[:-1]))
+    need = min_distinct_perturbed(n, scale)
+    if n_distinct < need:
+        raise ValueError(
+            f"{name} has only {n_distinct} distinct values among {n} scores; "
+            f"scores perturbed by the sech kernel of scale {scale:g} "
+            f"(perturbation_scale) take at least {int(np.ceil(need))} distinct "
+            f"values except with probability {DISTINCT_FALSE_ALARM:g}, whatever "
+            "the model. These scores lie on the perturbation grid k / 2**24 but "
+            "were not perturbed at this scale (being on the grid is necessary, "
+            f"not sufficient), so method={method!r} cannot certify them: perturb "
+            "them with skcalib.perturb_proba or PerturbedClassifier at "
+            "perturbation_scale, or use method='tv'."
         )
 
 
