@@ -80,6 +80,9 @@ html_theme_options = {
 }
 html_context = {"default_mode": "light"}
 html_show_sourcelink = False
+# Code blocks and tables wrap rather than scroll at common window widths.
+html_static_path = ["_static"]
+html_css_files = ["skcalib.css"]
 
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
