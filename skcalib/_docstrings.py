@@ -53,6 +53,28 @@ multi_class : {"top-label", "classwise"}, default="top-label"
     Reduction of multiclass probabilities to binary problems: the
     confidence of the predicted class against its correctness, or one
     problem per class (one vs rest); ignored for binary problems.""",
+    "estimator": """\
+estimator : fitted classifier
+    Classifier (or pipeline) with ``predict_proba`` and ``classes_``.""",
+    "X": """\
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Input values passed to ``estimator.predict_proba``.""",
+    "y": """\
+y : array-like of shape (n_samples,)
+    True labels of ``X``.""",
+    "cv_results": """\
+cv_results : dict
+    Output of :func:`sklearn.model_selection.cross_validate` with
+    ``return_estimator=True`` and ``return_indices=True``.""",
+    "ref_line": """\
+ref_line : bool, default=True
+    Draw the diagonal of perfect calibration (once per axes).""",
+    "ref_line_kw": """\
+ref_line_kw : dict, default=None
+    Keywords for :meth:`matplotlib.axes.Axes.plot` of the diagonal.""",
+    "despine": """\
+despine : bool, default=False
+    Remove the top and right spines.""",
 }
 
 _PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)\$\{(?P<name>\w+)\}[ \t]*$", re.M)
