@@ -29,7 +29,6 @@ IGNORED_FOR_MEMBERS = {"EX01"}
 # that work is merged. Emptying this set is part of merging it.
 IN_FLIGHT = {
     "skcalib.display._binned",
-    "skcalib.display._perturbation",
     "skcalib.display._smooth",
     "skcalib.metrics._smooth",
     "skcalib.metrics._results",
