@@ -479,7 +479,7 @@ RULES = {
     # "cbrt": ceil(n ** (1/3)) bins, n the rows of positive weight.
     "n_bins": AnyOf(Interval(numbers.Integral, 1, MAX_BINS), StrOptions("cbrt")),
     # Those of skcalib._backend.resampling.CI_METHODS (kept in step by a test).
-    "ci_method": StrOptions("basic", "percentile"),
+    "ci_method": StrOptions("inversion", "basic", "percentile"),
     "random_state": RandomState(),
     "n_jobs": _NJobs(),
     "n_bootstrap": NoneOr(Interval(numbers.Integral, 1, MAX_BOOTSTRAP)),

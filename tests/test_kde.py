@@ -11,7 +11,11 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import cross_val_score
 
-from skcalib._backend.bandwidth import BANDWIDTH_GRID, select_dirichlet_bandwidth
+from skcalib._backend.bandwidth import (
+    BANDWIDTH_GRID,
+    select_dirichlet_bandwidth,
+    select_kde_bandwidth,
+)
 from skcalib._backend.kernels import beta_log_kernel, dirichlet_log_kernel
 from skcalib._backend.smoothing import dirichlet_nw
 from skcalib.metrics import (
@@ -760,11 +764,10 @@ def test_mle_does_not_collapse_on_binary_data_and_warns_at_grid_end():
     assert res.bandwidth == BANDWIDTH_GRID[0]
 
 
-def test_risk_selector_returns_grid_value():
+def test_risk_grid_search_returns_the_best_grid_value():
     y, f, _ = ground_truth_sample(1500, 4, seed=20)
-    res = kde_calibration_error(y, f, bandwidth="risk", return_details=True)
-    assert res.bandwidth in BANDWIDTH_GRID
-    assert isinstance(res, KDECalibrationResult)
+    b, info = select_dirichlet_bandwidth(f, y, np.ones(len(y)), "risk")
+    assert b in BANDWIDTH_GRID
     # The chosen value maximises the risk criterion written out directly
     # (as in test_risk_criterion_matches_direct_formula) over the whole grid.
     E = np.eye(4)[y]
@@ -774,7 +777,12 @@ def test_risk_selector_returns_grid_value():
         R = dirichlet_nw(f, y, np.ones(len(y)), None, g, leave_one_out=True).ratio
         v = 1 - 2 * (R * f).sum(axis=1) + (f * f).sum(axis=1)
         crit.append(-((v - t) ** 2).sum())
-    assert res.bandwidth == BANDWIDTH_GRID[int(np.argmax(crit))]
+    assert b == BANDWIDTH_GRID[int(np.argmax(crit))]
+    # The metric refines it continuously (tests/test_kde_bandwidth.py).
+    res = kde_calibration_error(y, f, bandwidth="risk", return_details=True)
+    assert isinstance(res, KDECalibrationResult)
+    assert res.bandwidth == select_kde_bandwidth(f, y, np.ones(len(y)), "risk")[0]
+    assert b / 2.5 < res.bandwidth < b * 2.5
     fixed = kde_calibration_error(y, f, bandwidth=res.bandwidth)
     assert res.value == pytest.approx(fixed, abs=1e-14)
 
@@ -1042,6 +1050,22 @@ def test_single_precision_weights_move_the_estimate_by_rounding_only(
                 y, P, p=p, bandwidth=bandwidth, sample_weight=w, return_details=True
             )
             for p in (1, 2)
+        ]
+    if isinstance(bandwidth, str):
+        # The continuous refinement of the bandwidth follows the rounding of
+        # its criterion; the estimates are compared at the same bandwidth.
+        for exact, single in zip(out[np.inf], out[0], strict=True):
+            np.testing.assert_allclose(single.bandwidth, exact.bandwidth, rtol=1e-2)
+        out[0] = [
+            kde_calibration_error(
+                y,
+                P,
+                p=p,
+                bandwidth=exact.bandwidth,
+                sample_weight=w,
+                return_details=True,
+            )
+            for p, exact in zip((1, 2), out[np.inf], strict=True)
         ]
     for exact, single in zip(out[np.inf], out[0], strict=True):
         np.testing.assert_array_equal(single.bandwidth, exact.bandwidth)

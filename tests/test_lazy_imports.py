@@ -10,7 +10,7 @@ from sklearn.utils import check_array, column_or_1d
 
 import skcalib
 import skcalib.metrics
-from skcalib._validation import _column_or_1d, _float_array
+from skcalib._validation.arrays import _column_or_1d, _float_array
 
 
 def _run(code):

@@ -366,6 +366,13 @@ def test_selector_default_is_the_metrics_default():
     default = inspect.signature(kde_calibration_error).parameters["bandwidth"].default
     ours = inspect.signature(select_kde_bandwidth).parameters["method"].default
     assert ours == default
+    # the same rule, not only the same name: the grid search refined on the
+    # whole batch, whose value lies between grid points
+    y, P = _problem(300, 3, seed=4)
+    for method in ("risk", "mle"):
+        chosen = select_kde_bandwidth(y, P, method=method)
+        metric = kde_calibration_error(y, P, bandwidth=method, return_details=True)
+        assert chosen == metric.bandwidth
 
 
 @pytest.mark.slow

@@ -464,7 +464,7 @@ def test_ci_methods_from_the_same_resamples():
     s = rng.uniform(size=1500)
     y = (rng.uniform(size=1500) < _near_calibrated(s)).astype(int)
     kw = dict(n_bootstrap=60, confidence_level=0.9, random_state=7)
-    basic = smooth_calibration_curve(y, s, **kw)
+    basic = smooth_calibration_curve(y, s, ci_method="basic", **kw)
     pct = smooth_calibration_curve(y, s, ci_method="percentile", **kw)
     assert basic.ci_method == "basic" and pct.ci_method == "percentile"
     np.testing.assert_array_equal(basic.smece_bootstrap, pct.smece_bootstrap)
@@ -508,7 +508,9 @@ def test_basic_interval_covers_a_nearly_calibrated_model():
     for rep in range(n_rep):
         s = rng.uniform(size=500)
         y = (rng.uniform(size=500) < _near_calibrated(s)).astype(int)
-        curve = smooth_calibration_curve(y, s, n_bootstrap=100, random_state=rep)
+        curve = smooth_calibration_curve(
+            y, s, n_bootstrap=100, random_state=rep, ci_method="basic"
+        )
         reps = curve.smece_bootstrap
         q_lo, q_hi = np.percentile(reps, [2.5, 97.5])
         lo, hi = curve.smece_ci

@@ -3,12 +3,8 @@
 import numpy as np
 import pytest
 
-from skcalib._validation import (
-    _label_summary,
-    _unique_labels,
-    binary_tasks,
-    check_calibration_inputs,
-)
+from skcalib._validation import binary_tasks, check_calibration_inputs
+from skcalib._validation.labels import _label_summary, _unique_labels
 from skcalib.metrics import binned_calibration_error, smooth_ece
 
 METRICS = [smooth_ece, binned_calibration_error]

@@ -190,8 +190,8 @@ def _how_far(report):
         if ci[1] < sm["value"]:
             read += (
                 " The interval lies below the estimate: the estimator is biased "
-                "upward, most for a nearly calibrated model, and the bootstrap "
-                "corrects for it."
+                "upward, most for a nearly calibrated model, and the interval "
+                "accounts for it."
             )
     verdict += f"; binned ECE {b['value']:.4f} ({b['n_bins']} uniform bins)."
     return _answer("how_far", verdict, read)

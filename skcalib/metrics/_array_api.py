@@ -16,7 +16,7 @@ import numpy as np
 from .._backend.array_api.binned import bin_sums, quantile_edges
 from .._backend.array_api.namespace import SUPPORTED, namespace_name, to_numpy
 from .._backend.array_api.tasks import binary_tasks, simplex_tasks
-from .._backend.bandwidth import select_dirichlet_bandwidth
+from .._backend.bandwidth import select_kde_bandwidth
 from .._backend.binning import table_from_sums, uniform_edges
 from .._backend.kde.dense import loo_error_terms
 from .._backend.kernels import SIMPLEX_EPS
@@ -97,7 +97,7 @@ def kde_results(data, rows, *, p, bandwidth, multi_class, debias, chunk_size, pr
     for F, y, scale in simplex_tasks(data.kind, data.y, data.proba, multi_class, xp):
         b = bandwidth
         if isinstance(b, str):
-            b, _ = select_dirichlet_bandwidth(
+            b, _ = select_kde_bandwidth(
                 to_numpy(F, xp).astype(np.float64), to_numpy(y, xp), weight, b
             )
             progress.advance()

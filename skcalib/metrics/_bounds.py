@@ -36,6 +36,7 @@ from .._validation import (
     binary_tasks,
     check_calibration_inputs,
     check_perturbed_scores,
+    check_perturbed_spread,
 )
 from ._dask import dask_calibration_error_bound
 from ._groups import by_group
@@ -279,6 +280,12 @@ def calibration_error_bound(
           Nadaraya–Watson smoother on ``T``; usually the tightest bound.
           Perturbed scores lie on the grid ``k / 2**24``; scores that do not
           are refused (they were not perturbed, so the assumption fails).
+          Being on the grid is necessary, not sufficient: unperturbed scores
+          that happen to lie on it (e.g. a few atoms ``k / 2**24``) make the
+          bound false. Scores with fewer distinct values than perturbed
+          scores take except with probability 1e-9 (for any model; see the
+          :ref:`User Guide <certified>`) are refused too; scores that pass
+          this check are not thereby shown to be perturbed.
         * ``"lipschitz"``: ``η`` is ``lipschitz``-Lipschitz. Uniform buckets
           with shifts; the best of all bucket counts ``2, 4, 8, ...`` and
           shifts is reported, with ``delta`` union-bounded over them.
@@ -412,7 +419,8 @@ def calibration_error_bound(
     # array is made.
     y = y.astype(np.uint8)
     del data, _
-    if method == "nw" or kwargs.get("discretisation"):
+    perturbed = method == "nw" or bool(kwargs.get("discretisation"))
+    if perturbed:
         check_perturbed_scores(s, method)
     n = s.shape[0]
     if n < 2 * n_splits:
@@ -444,6 +452,8 @@ def calibration_error_bound(
     # used from here on; each original goes as soon as it is copied.
     order, s_sorted = stable_sort(s)
     del s
+    if perturbed:
+        check_perturbed_spread(s_sorted, perturbation_scale, method)
     y_sorted = y[order]
     del y
     fold_sorted = fold[order]

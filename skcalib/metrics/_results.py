@@ -136,6 +136,12 @@ class CalibrationBound:
 class SmoothCalibrationCurve:
     """Smooth reliability-curve data returned by :func:`smooth_calibration_curve`.
 
+    Parameters
+    ----------
+    **fields : dict
+        Values of the attributes below, by name; those not given start as
+        None (``n_bootstrap`` as 0).
+
     Attributes
     ----------
     scores : ndarray of shape (n_points,)
@@ -153,8 +159,14 @@ class SmoothCalibrationCurve:
         Pointwise bootstrap band of ``y_smooth`` (at the same ``sigma``), by
         ``ci_method``.
     smece_ci : tuple of float or None
-        Bootstrap confidence interval of ``smece`` by ``ci_method`` (see
+        Confidence interval of ``smece`` by ``ci_method`` (see
         :func:`smooth_calibration_curve` for when it covers).
+    smece_ci_coverage : tuple of float or None
+        Range of the coverage of the population smECE that intervals of this
+        ``ci_method`` and ``confidence_level`` reached over the problems of
+        ``benchmarks/bench_intervals.py`` (the user guide has the table);
+        None where it was not measured. The interval's real level, as far as
+        it is known.
     smece_bootstrap : ndarray of shape (n_bootstrap,) or None
         The resampled smECE values the interval is made of.
     smece_bias_corrected : float or None
@@ -183,6 +195,7 @@ class SmoothCalibrationCurve:
     def __init__(self, **fields):
         self.label = None
         self.y_smooth_low = self.y_smooth_high = self.smece_ci = None
+        self.smece_ci_coverage = None
         self.smece_bootstrap = self.smece_bias_corrected = None
         self.n_bootstrap = 0
         self.confidence_level = self.ci_method = None
@@ -196,6 +209,11 @@ class SmoothCalibrationCurve:
             else f", {100 * self.confidence_level:g}% CI=({self.smece_ci[0]:.4f}, "
             f"{self.smece_ci[1]:.4f})"
         )
+        if self.smece_ci is not None and self.ci_method is not None:
+            ci += f", ci_method={self.ci_method!r}"
+            if self.smece_ci_coverage is not None:
+                lo, hi = self.smece_ci_coverage
+                ci += f", measured coverage {lo:.2f}-{hi:.2f}"
         lab = "" if self.label is None else f"label={self.label!r}, "
         return (
             f"SmoothCalibrationCurve({lab}smece={self.smece:.4f}{ci}, "
