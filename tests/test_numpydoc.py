@@ -29,8 +29,6 @@ IGNORED_FOR_MEMBERS = {"EX01"}
 # that work is merged. Emptying this set is part of merging it.
 IN_FLIGHT = {
     "skcalib.display._smooth",
-    "skcalib.metrics._smooth",
-    "skcalib.metrics._results",
     "skcalib.cli",
     "skcalib._validation",
     "skcalib.__init__",
