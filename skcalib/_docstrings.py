@@ -65,7 +65,8 @@ y : array-like of shape (n_samples,)
     "cv_results": """\
 cv_results : dict
     Output of :func:`sklearn.model_selection.cross_validate` with
-    ``return_estimator=True`` and ``return_indices=True``.""",
+    ``return_estimator=True`` and ``return_indices=True``; each fitted
+    estimator is evaluated on its test rows of ``X`` and ``y``.""",
     "ref_line": """\
 ref_line : bool, default=True
     Draw the diagonal of perfect calibration (once per axes).""",
@@ -75,6 +76,18 @@ ref_line_kw : dict, default=None
     "despine": """\
 despine : bool, default=False
     Remove the top and right spines.""",
+    "estimator_pos_label": """\
+pos_label : int, float, bool or str, default=None
+    Positive class of a binary problem; ``None`` is
+    ``estimator.classes_[1]``.""",
+    "display_groups": """\
+groups : array-like of shape (n_samples,), default=None
+    Group of each sample: draws one curve per group on the same axes
+    (one per group in each panel of a classwise diagram), named
+    ``group=<g> (n=<rows>)`` in the legend with the group's calibration
+    error (``name`` is then not used). The classes of the whole sample are
+    used for every group. :meth:`frame` gets a ``group`` column. Read
+    more in the :ref:`User Guide <groups>`.""",
 }
 
 _PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)\$\{(?P<name>\w+)\}[ \t]*$", re.M)

@@ -97,18 +97,6 @@ density_panel : bool or matplotlib Axes, default=False
     ``True`` adds a panel below with the histogram of the predictions
     as a density (share of the weight per unit of score); an Axes
     draws that histogram there.""",
-    "groups": """\
-groups : array-like of shape (n_samples,), default=None
-    Group of each sample: draws one curve per group on the same axes
-    (one per group in each panel of a classwise diagram), named
-    ``group=<g> (n=<rows>)`` in the legend with the group's error
-    (``name`` is then not used). The classes of the whole sample are
-    used for every group. :meth:`frame` gets a ``group`` column. Read
-    more in the :ref:`User Guide <groups>`.""",
-    "estimator_pos_label": """\
-pos_label : int, float, bool or str, default=None
-    Positive class of a binary problem; ``None`` is
-    ``estimator.classes_[1]``.""",
 }
 
 # The bars drawn on an axes so far, kept on the axes itself.
@@ -635,7 +623,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         ${bar_kwargs}
         ${density_panel}
         ${despine}
-        ${groups}
+        ${display_groups}
 
         Returns
         -------
@@ -763,7 +751,7 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         ${bar_kwargs}
         ${density_panel}
         ${despine}
-        ${groups}
+        ${display_groups}
 
         Returns
         -------
