@@ -25,17 +25,6 @@ IGNORED = {"GL01", "GL02", "ES01", "SA01", "SA04"}
 # returns them; they need no Examples of their own.
 IGNORED_FOR_MEMBERS = {"EX01"}
 
-# Modules being rewritten on other branches: their objects are skipped until
-# that work is merged. Emptying this set is part of merging it.
-IN_FLIGHT = {
-    "skcalib.display._smooth",
-    "skcalib.cli",
-    "skcalib._validation",
-    "skcalib.__init__",
-    "skcalib._params",
-    "skcalib._backend",
-}
-
 
 def _defining_module(obj):
     if isinstance(obj, property):
@@ -65,7 +54,7 @@ def _members(cls):
 
 
 def public_objects():
-    """``(qualname, module, is_member)`` for every object to validate."""
+    """``(qualname, is_member)`` for every object to validate."""
     seen = set()
     for package in PUBLIC_PACKAGES:
         module = importlib.import_module(package)
@@ -76,21 +65,10 @@ def public_objects():
             seen.add(id(obj))
             qualname = f"{obj.__module__}.{obj.__qualname__}"
             is_record = inspect.isclass(obj) and _is_record(obj)
-            yield qualname, obj.__module__, is_record
+            yield qualname, is_record
             if inspect.isclass(obj):
-                for member_name, member in _members(obj):
-                    yield (
-                        f"{qualname}.{member_name}",
-                        _defining_module(member),
-                        True,
-                    )
-
-
-def _in_flight(module):
-    # Objects defined in a package's __init__ report the package as module.
-    if module == "skcalib":
-        module = "skcalib.__init__"
-    return any(module == p or module.startswith(p + ".") for p in IN_FLIGHT)
+                for member_name, _ in _members(obj):
+                    yield f"{qualname}.{member_name}", True
 
 
 def validation_errors(qualname, is_member):
@@ -106,7 +84,7 @@ OBJECTS = list(public_objects())
 def test_enumeration_is_complete():
     # Guards the enumerator itself: the estimators' methods and the
     # dataclass records are found, and nothing is listed twice.
-    names = [q for q, _, _ in OBJECTS]
+    names = [q for q, _ in OBJECTS]
     assert len(names) == len(set(names))
     assert len(names) > 100
     assert "skcalib.perturbation.PerturbedClassifier.predict_proba" in names
@@ -114,12 +92,8 @@ def test_enumeration_is_complete():
     assert "skcalib.perturbation.PerturbationScaleResult" in names
 
 
-@pytest.mark.parametrize(
-    "qualname, module, is_member", OBJECTS, ids=[q for q, _, _ in OBJECTS]
-)
-def test_docstring(qualname, module, is_member):
-    if _in_flight(module):
-        pytest.skip(f"{module} is in flight on another branch")
+@pytest.mark.parametrize("qualname, is_member", OBJECTS, ids=[q for q, _ in OBJECTS])
+def test_docstring(qualname, is_member):
     result, errors = validation_errors(qualname, is_member)
     if errors:
         listing = "\n".join(f" - {code}: {message}" for code, message in errors)
@@ -131,7 +105,7 @@ def test_docstring(qualname, module, is_member):
 def test_no_placeholder_left_in_a_public_docstring():
     # A ${name} line that fill_doc did not see (decorator forgotten, or put
     # where a wrapper copied the docstring first) would show in help().
-    for qualname, _, _ in OBJECTS:
+    for qualname, _ in OBJECTS:
         module_name, _, attr = qualname.rpartition(".")
         while module_name not in sys.modules:
             module_name, _, outer = module_name.rpartition(".")
@@ -196,7 +170,7 @@ if __name__ == "__main__":
     if len(sys.argv) > 1:
         targets = [(q, q.split(".")[-2][:1].isupper()) for q in sys.argv[1:]]
     else:
-        targets = [(q, m) for q, _, m in OBJECTS]
+        targets = OBJECTS
     failed = 0
     for qualname, is_member in targets:
         _, errors = validation_errors(qualname, is_member)
