@@ -11,7 +11,7 @@ is an error at import time rather than a hole in the documentation.
 
 import re
 
-__all__ = ["PARAMETERS", "fill_doc"]
+__all__ = ["PARAMETERS", "fill_doc", "join_entries"]
 
 PARAMETERS = {
     "y_true": """\
@@ -80,6 +80,11 @@ despine : bool, default=False
 pos_label : int, float, bool or str, default=None
     Positive class of a binary problem; ``None`` is
     ``estimator.classes_[1]``.""",
+    "display_multi_class": """\
+multi_class : {"top-label", "classwise"}, default="top-label"
+    Reduction of multiclass probabilities: the confidence of the predicted
+    class against its correctness, or one panel per class (one vs rest);
+    ignored for binary problems.""",
     "display_groups": """\
 groups : array-like of shape (n_samples,), default=None
     Group of each sample: draws one curve per group on the same axes
@@ -89,6 +94,18 @@ groups : array-like of shape (n_samples,), default=None
     used for every group. :meth:`frame` gets a ``group`` column. Read
     more in the :ref:`User Guide <groups>`.""",
 }
+
+
+def join_entries(*names, entries=None):
+    """The entries ``names``, one after another, as one entry.
+
+    A block of parameters that several signatures share in the same order
+    (e.g. the drawing options of a display's constructors) then takes one
+    ``${block}`` line. ``entries`` extends or overrides :data:`PARAMETERS`.
+    """
+    table = {**PARAMETERS, **(entries or {})}
+    return "\n".join(table[name] for name in names)
+
 
 _PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)\$\{(?P<name>\w+)\}[ \t]*$", re.M)
 

@@ -166,6 +166,37 @@ def test_fill_doc_extra_entries_and_errors():
     assert fill_doc(h).__doc__ is None  # python -OO strips docstrings
 
 
+def test_join_entries_fills_a_block_like_its_entries():
+    from skcalib._docstrings import PARAMETERS, fill_doc, join_entries
+
+    extra = {"ax": "ax : Axes\n    Where."}
+    block = join_entries("y_true", "ax", entries=extra)
+
+    @fill_doc(block=block)
+    def f():
+        """Summary.
+
+        Parameters
+        ----------
+        ${block}
+        """
+
+    @fill_doc(**extra)
+    def g():
+        """Summary.
+
+        Parameters
+        ----------
+        ${y_true}
+        ${ax}
+        """
+
+    assert f.__doc__ == g.__doc__
+    assert "Where." in f.__doc__ and PARAMETERS["ax"] not in block
+    with pytest.raises(KeyError, match="no_entry"):
+        join_entries("no_entry")
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         targets = [(q, q.split(".")[-2][:1].isupper()) for q in sys.argv[1:]]

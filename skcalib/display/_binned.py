@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from .._backend.consistency import BinnedMeanBatch
-from .._docstrings import fill_doc
+from .._docstrings import fill_doc, join_entries
 from .._params import (
     MAX_BINS,
     AnyOf,
@@ -50,11 +50,6 @@ strategy : {"uniform", "quantile"}, default="uniform"
     "norm": """\
 norm : {"l1", "l2", "max"}, default="l1"
     Norm of the error in the legend: ECE, RMSCE or MCE.""",
-    "multi_class": """\
-multi_class : {"top-label", "classwise"}, default="top-label"
-    Reduction of multiclass probabilities: the confidence of the predicted
-    class against its correctness, or one panel per class (one vs rest);
-    ignored for binary problems.""",
     "consistency_band": """\
 consistency_band : bool, default=False
     Draw the consistency band: where the bin means of a *calibrated*
@@ -98,6 +93,28 @@ density_panel : bool or matplotlib Axes, default=False
     as a density (share of the weight per unit of score); an Axes
     draws that histogram there.""",
 }
+# Blocks of parameters that several signatures share in this order.
+_DOC["binning"] = join_entries(
+    "n_bins", "strategy", "norm", "display_multi_class", "sample_weight", entries=_DOC
+)
+_DOC["consistency"] = join_entries(
+    "consistency_band",
+    "n_consistency",
+    "confidence_level",
+    "random_state",
+    "n_jobs",
+    entries=_DOC,
+)
+_DOC["drawing"] = join_entries(
+    "ax",
+    "curve_kwargs",
+    "ref_line",
+    "ref_line_kw",
+    "bar_kwargs",
+    "density_panel",
+    "despine",
+    entries=_DOC,
+)
 
 # The bars drawn on an axes so far, kept on the axes itself.
 _BARS_OF_AXES = "_skcalib_binned_bars"
@@ -602,27 +619,13 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         ----------
         ${y_true}
         ${y_proba}
-        ${n_bins}
-        ${strategy}
-        ${norm}
-        ${multi_class}
-        ${sample_weight}
+        ${binning}
         ${pos_label}
         ${labels}
-        ${consistency_band}
-        ${n_consistency}
-        ${confidence_level}
-        ${random_state}
-        ${n_jobs}
+        ${consistency}
         name : str, default="Classifier"
             Legend name of the curve.
-        ${ax}
-        ${curve_kwargs}
-        ${ref_line}
-        ${ref_line_kw}
-        ${bar_kwargs}
-        ${density_panel}
-        ${despine}
+        ${drawing}
         ${display_groups}
 
         Returns
@@ -731,26 +734,12 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         ${estimator}
         ${X}
         ${y}
-        ${n_bins}
-        ${strategy}
-        ${norm}
-        ${multi_class}
-        ${sample_weight}
+        ${binning}
         ${estimator_pos_label}
-        ${consistency_band}
-        ${n_consistency}
-        ${confidence_level}
-        ${random_state}
-        ${n_jobs}
+        ${consistency}
         name : str, default=None
             Legend name; ``None`` uses the estimator's class name.
-        ${ax}
-        ${curve_kwargs}
-        ${ref_line}
-        ${ref_line_kw}
-        ${bar_kwargs}
-        ${density_panel}
-        ${despine}
+        ${drawing}
         ${display_groups}
 
         Returns
@@ -840,28 +829,14 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         ${cv_results}
         ${X}
         ${y}
-        ${n_bins}
-        ${strategy}
-        ${norm}
-        ${multi_class}
-        ${sample_weight}
+        ${binning}
         ${estimator_pos_label}
-        ${consistency_band}
-        ${n_consistency}
-        ${confidence_level}
-        ${random_state}
-        ${n_jobs}
+        ${consistency}
         name : str or list of str, default=None
             Legend name of the split curves (one legend entry with the mean
             and standard deviation of the error over splits); a list names
             each split's curve, with ``curve_kwargs`` a list too.
-        ${ax}
-        ${curve_kwargs}
-        ${ref_line}
-        ${ref_line_kw}
-        ${bar_kwargs}
-        ${density_panel}
-        ${despine}
+        ${drawing}
 
         Returns
         -------

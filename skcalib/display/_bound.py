@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._docstrings import fill_doc
+from .._docstrings import fill_doc, join_entries
 from .._params import (
     AnyOf,
     ListOf,
@@ -100,6 +100,11 @@ bar_kwargs : dict, default=None
 pos_label : int, float, bool or str, default=None
     Positive class; ``None`` means the greater label.""",
 }
+# Blocks of parameters that several signatures share in this order.
+_DOC["bound_options"] = join_entries(
+    "lipschitz", "methods", "delta", "n_bins", "true_ce", entries=_DOC
+)
+_DOC["fold_options"] = join_entries("n_splits", "random_state", "n_jobs", entries=_DOC)
 
 
 def _grouped(terms):
@@ -500,15 +505,9 @@ class CalibrationBoundDisplay:
             Predicted probability of the positive class (1-D) or of both
             classes.
         ${perturbation_scale}
-        ${lipschitz}
-        ${methods}
-        ${delta}
-        ${n_bins}
-        ${true_ce}
+        ${bound_options}
         ${pos_label}
-        ${n_splits}
-        ${random_state}
-        ${n_jobs}
+        ${fold_options}
         ${name}
         ${ax}
         ${bar_kwargs}
@@ -605,14 +604,8 @@ class CalibrationBoundDisplay:
             Scale of the sech perturbation of the scores, enabling the
             Nadaraya-Watson and Lipschitz bounds; ``None`` uses the
             estimator's ``scale_`` when it has one.
-        ${lipschitz}
-        ${methods}
-        ${delta}
-        ${n_bins}
-        ${true_ce}
-        ${n_splits}
-        ${random_state}
-        ${n_jobs}
+        ${bound_options}
+        ${fold_options}
         name : str, default=None
             Title of the plot; ``None`` uses the estimator's class name.
         ${ax}
@@ -707,15 +700,9 @@ class CalibrationBoundDisplay:
             Subset sizes; ``None`` means 6 sizes from ``min(1000, n)`` to ``n``,
             evenly spaced on a log scale.
         ${perturbation_scale}
-        ${lipschitz}
-        ${methods}
-        ${delta}
-        ${n_bins}
-        ${true_ce}
+        ${bound_options}
         ${pos_label}
-        ${n_splits}
-        ${random_state}
-        ${n_jobs}
+        ${fold_options}
         ${name}
         ${ax}
         line_kwargs : dict, default=None

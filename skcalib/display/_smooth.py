@@ -9,7 +9,7 @@ import numpy as np
 from .._backend.consistency import SmoothCurveBatch
 from .._backend.density import grid_samples, local_sample_size, score_density
 from .._backend.smece import LOGIT_EPS, GridGeometry
-from .._docstrings import fill_doc
+from .._docstrings import fill_doc, join_entries
 from .._params import (
     MAX_BOOTSTRAP,
     AnyOf,
@@ -51,11 +51,6 @@ sigma : float in (0, 1], default=None
     "metric": """\
 metric : {"l1", "logit"}, default="l1"
     Smoothing on [0, 1] or on ``logit(s)``.""",
-    "multi_class": """\
-multi_class : {"top-label", "classwise"}, default="top-label"
-    Reduction of multiclass probabilities: the confidence of the predicted
-    class against its correctness, or one panel per class (one vs rest);
-    ignored for binary problems.""",
     "n_bootstrap": """\
 n_bootstrap : int or "auto", default="auto"
     Bootstrap resamples of the band and of the smECE interval.
@@ -133,6 +128,30 @@ fade_below : float or None, default=30
     that a stretch resting on a handful of predictions does not look
     as certain as the rest. ``None`` draws it uniformly.""",
 }
+# Blocks of parameters that several signatures share in this order.
+_DOC["smoothing"] = join_entries("sigma", "metric", "display_multi_class", entries=_DOC)
+_DOC["intervals"] = join_entries(
+    "confidence_level", "ci_method", "sample_weight", entries=_DOC
+)
+_DOC["bands"] = join_entries(
+    "random_state",
+    "n_jobs",
+    "density_bandwidth",
+    "consistency_band",
+    "n_consistency",
+    entries=_DOC,
+)
+_DOC["drawing"] = join_entries(
+    "ax",
+    "curve_kwargs",
+    "ref_line",
+    "ref_line_kw",
+    "density_width",
+    "density_panel",
+    "fade_below",
+    "despine",
+    entries=_DOC,
+)
 
 
 def accumulator_samples(accumulator):
@@ -800,14 +819,7 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         ${density_bandwidth}
         name : str, default="Classifier"
             Legend name.
-        ${ax}
-        ${curve_kwargs}
-        ${ref_line}
-        ${ref_line_kw}
-        ${density_width}
-        ${density_panel}
-        ${fade_below}
-        ${despine}
+        ${drawing}
 
         Returns
         -------
@@ -893,30 +905,15 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         ----------
         ${y_true}
         ${y_proba}
-        ${sigma}
-        ${metric}
-        ${multi_class}
+        ${smoothing}
         ${n_bootstrap}
-        ${confidence_level}
-        ${ci_method}
-        ${sample_weight}
+        ${intervals}
         ${pos_label}
         ${labels}
-        ${random_state}
-        ${n_jobs}
-        ${density_bandwidth}
-        ${consistency_band}
-        ${n_consistency}
+        ${bands}
         name : str, default="Classifier"
             Legend name.
-        ${ax}
-        ${curve_kwargs}
-        ${ref_line}
-        ${ref_line_kw}
-        ${density_width}
-        ${density_panel}
-        ${fade_below}
-        ${despine}
+        ${drawing}
         ${display_groups}
 
         Returns
@@ -1034,29 +1031,14 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         ${estimator}
         ${X}
         ${y}
-        ${sigma}
-        ${metric}
-        ${multi_class}
+        ${smoothing}
         ${n_bootstrap}
-        ${confidence_level}
-        ${ci_method}
-        ${sample_weight}
+        ${intervals}
         ${estimator_pos_label}
-        ${random_state}
-        ${n_jobs}
-        ${density_bandwidth}
-        ${consistency_band}
-        ${n_consistency}
+        ${bands}
         name : str, default=None
             Legend name; ``None`` uses the estimator's class name.
-        ${ax}
-        ${curve_kwargs}
-        ${ref_line}
-        ${ref_line_kw}
-        ${density_width}
-        ${density_panel}
-        ${fade_below}
-        ${despine}
+        ${drawing}
         ${display_groups}
 
         Returns
@@ -1153,31 +1135,16 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         ${cv_results}
         ${X}
         ${y}
-        ${sigma}
-        ${metric}
-        ${multi_class}
+        ${smoothing}
         n_bootstrap : int, default=0
             Bootstrap resamples of each split's band; by default none, as the
             spread of the splits' curves shows the variability.
-        ${confidence_level}
-        ${ci_method}
-        ${sample_weight}
+        ${intervals}
         ${estimator_pos_label}
-        ${random_state}
-        ${n_jobs}
-        ${density_bandwidth}
-        ${consistency_band}
-        ${n_consistency}
+        ${bands}
         name : str or list of str, default=None
             Legend name(s), with the conventions of :meth:`plot`.
-        ${ax}
-        ${curve_kwargs}
-        ${ref_line}
-        ${ref_line_kw}
-        ${density_width}
-        ${density_panel}
-        ${fade_below}
-        ${despine}
+        ${drawing}
 
         Returns
         -------
