@@ -11,7 +11,7 @@ is an error at import time rather than a hole in the documentation.
 
 import re
 
-__all__ = ["PARAMETERS", "fill_doc"]
+__all__ = ["PARAMETERS", "fill_doc", "join_entries"]
 
 PARAMETERS = {
     "y_true": """\
@@ -53,7 +53,59 @@ multi_class : {"top-label", "classwise"}, default="top-label"
     Reduction of multiclass probabilities to binary problems: the
     confidence of the predicted class against its correctness, or one
     problem per class (one vs rest); ignored for binary problems.""",
+    "estimator": """\
+estimator : fitted classifier
+    Classifier (or pipeline) with ``predict_proba`` and ``classes_``.""",
+    "X": """\
+X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Input values passed to ``estimator.predict_proba``.""",
+    "y": """\
+y : array-like of shape (n_samples,)
+    True labels of ``X``.""",
+    "cv_results": """\
+cv_results : dict
+    Output of :func:`sklearn.model_selection.cross_validate` with
+    ``return_estimator=True`` and ``return_indices=True``; each fitted
+    estimator is evaluated on its test rows of ``X`` and ``y``.""",
+    "ref_line": """\
+ref_line : bool, default=True
+    Draw the diagonal of perfect calibration (once per axes).""",
+    "ref_line_kw": """\
+ref_line_kw : dict, default=None
+    Keywords for :meth:`matplotlib.axes.Axes.plot` of the diagonal.""",
+    "despine": """\
+despine : bool, default=False
+    Remove the top and right spines.""",
+    "estimator_pos_label": """\
+pos_label : int, float, bool or str, default=None
+    Positive class of a binary problem; ``None`` is
+    ``estimator.classes_[1]``.""",
+    "display_multi_class": """\
+multi_class : {"top-label", "classwise"}, default="top-label"
+    Reduction of multiclass probabilities: the confidence of the predicted
+    class against its correctness, or one panel per class (one vs rest);
+    ignored for binary problems.""",
+    "display_groups": """\
+groups : array-like of shape (n_samples,), default=None
+    Group of each sample: draws one curve per group on the same axes
+    (one per group in each panel of a classwise diagram), named
+    ``group=<g> (n=<rows>)`` in the legend with the group's calibration
+    error (``name`` is then not used). The classes of the whole sample are
+    used for every group. :meth:`frame` gets a ``group`` column. Read
+    more in the :ref:`User Guide <groups>`.""",
 }
+
+
+def join_entries(*names, entries=None):
+    """The entries ``names``, one after another, as one entry.
+
+    A block of parameters that several signatures share in the same order
+    (e.g. the drawing options of a display's constructors) then takes one
+    ``${block}`` line. ``entries`` extends or overrides :data:`PARAMETERS`.
+    """
+    table = {**PARAMETERS, **(entries or {})}
+    return "\n".join(table[name] for name in names)
+
 
 _PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)\$\{(?P<name>\w+)\}[ \t]*$", re.M)
 

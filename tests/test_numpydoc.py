@@ -25,21 +25,6 @@ IGNORED = {"GL01", "GL02", "ES01", "SA01", "SA04"}
 # returns them; they need no Examples of their own.
 IGNORED_FOR_MEMBERS = {"EX01"}
 
-# Modules being rewritten on other branches: their objects are skipped until
-# that work is merged. Emptying this set is part of merging it.
-IN_FLIGHT = {
-    "skcalib.display",
-    "skcalib.metrics._smooth",
-    "skcalib.metrics._results",
-    "skcalib.metrics._calibration_test",
-    "skcalib.metrics._scorer",
-    "skcalib.cli",
-    "skcalib._validation",
-    "skcalib.__init__",
-    "skcalib._params",
-    "skcalib._backend",
-}
-
 
 def _defining_module(obj):
     if isinstance(obj, property):
@@ -69,7 +54,7 @@ def _members(cls):
 
 
 def public_objects():
-    """``(qualname, module, is_member)`` for every object to validate."""
+    """``(qualname, is_member)`` for every object to validate."""
     seen = set()
     for package in PUBLIC_PACKAGES:
         module = importlib.import_module(package)
@@ -80,21 +65,10 @@ def public_objects():
             seen.add(id(obj))
             qualname = f"{obj.__module__}.{obj.__qualname__}"
             is_record = inspect.isclass(obj) and _is_record(obj)
-            yield qualname, obj.__module__, is_record
+            yield qualname, is_record
             if inspect.isclass(obj):
-                for member_name, member in _members(obj):
-                    yield (
-                        f"{qualname}.{member_name}",
-                        _defining_module(member),
-                        True,
-                    )
-
-
-def _in_flight(module):
-    # Objects defined in a package's __init__ report the package as module.
-    if module == "skcalib":
-        module = "skcalib.__init__"
-    return any(module == p or module.startswith(p + ".") for p in IN_FLIGHT)
+                for member_name, _ in _members(obj):
+                    yield f"{qualname}.{member_name}", True
 
 
 def validation_errors(qualname, is_member):
@@ -110,7 +84,7 @@ OBJECTS = list(public_objects())
 def test_enumeration_is_complete():
     # Guards the enumerator itself: the estimators' methods and the
     # dataclass records are found, and nothing is listed twice.
-    names = [q for q, _, _ in OBJECTS]
+    names = [q for q, _ in OBJECTS]
     assert len(names) == len(set(names))
     assert len(names) > 100
     assert "skcalib.perturbation.PerturbedClassifier.predict_proba" in names
@@ -118,12 +92,8 @@ def test_enumeration_is_complete():
     assert "skcalib.perturbation.PerturbationScaleResult" in names
 
 
-@pytest.mark.parametrize(
-    "qualname, module, is_member", OBJECTS, ids=[q for q, _, _ in OBJECTS]
-)
-def test_docstring(qualname, module, is_member):
-    if _in_flight(module):
-        pytest.skip(f"{module} is in flight on another branch")
+@pytest.mark.parametrize("qualname, is_member", OBJECTS, ids=[q for q, _ in OBJECTS])
+def test_docstring(qualname, is_member):
     result, errors = validation_errors(qualname, is_member)
     if errors:
         listing = "\n".join(f" - {code}: {message}" for code, message in errors)
@@ -135,7 +105,7 @@ def test_docstring(qualname, module, is_member):
 def test_no_placeholder_left_in_a_public_docstring():
     # A ${name} line that fill_doc did not see (decorator forgotten, or put
     # where a wrapper copied the docstring first) would show in help().
-    for qualname, _, _ in OBJECTS:
+    for qualname, _ in OBJECTS:
         module_name, _, attr = qualname.rpartition(".")
         while module_name not in sys.modules:
             module_name, _, outer = module_name.rpartition(".")
@@ -196,11 +166,42 @@ def test_fill_doc_extra_entries_and_errors():
     assert fill_doc(h).__doc__ is None  # python -OO strips docstrings
 
 
+def test_join_entries_fills_a_block_like_its_entries():
+    from skcalib._docstrings import PARAMETERS, fill_doc, join_entries
+
+    extra = {"ax": "ax : Axes\n    Where."}
+    block = join_entries("y_true", "ax", entries=extra)
+
+    @fill_doc(block=block)
+    def f():
+        """Summary.
+
+        Parameters
+        ----------
+        ${block}
+        """
+
+    @fill_doc(**extra)
+    def g():
+        """Summary.
+
+        Parameters
+        ----------
+        ${y_true}
+        ${ax}
+        """
+
+    assert f.__doc__ == g.__doc__
+    assert "Where." in f.__doc__ and PARAMETERS["ax"] not in block
+    with pytest.raises(KeyError, match="no_entry"):
+        join_entries("no_entry")
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         targets = [(q, q.split(".")[-2][:1].isupper()) for q in sys.argv[1:]]
     else:
-        targets = [(q, m) for q, _, m in OBJECTS]
+        targets = OBJECTS
     failed = 0
     for qualname, is_member in targets:
         _, errors = validation_errors(qualname, is_member)

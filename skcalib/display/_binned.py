@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from .._backend.consistency import BinnedMeanBatch
+from .._docstrings import fill_doc, join_entries
 from .._params import (
     MAX_BINS,
     AnyOf,
@@ -35,6 +36,85 @@ from ._plotting import (
 )
 
 __all__ = ["BinnedReliabilityDisplay"]
+
+# Entries shared by ``plot`` and the ``from_*`` constructors.
+_DOC = {
+    "n_bins": """\
+n_bins : int or "cbrt", default=15
+    Number of bins; ``"cbrt"`` uses ``ceil(n ** (1/3))`` with ``n`` the
+    number of samples of positive weight.""",
+    "strategy": """\
+strategy : {"uniform", "quantile"}, default="uniform"
+    Equal-width bins on [0, 1], or bins holding equal (weighted) mass; see
+    :func:`skcalib.metrics.binned_calibration_error`.""",
+    "norm": """\
+norm : {"l1", "l2", "max"}, default="l1"
+    Norm of the error in the legend: ECE, RMSCE or MCE.""",
+    "consistency_band": """\
+consistency_band : bool, default=False
+    Draw the consistency band: where the bin means of a *calibrated*
+    model with these scores would fall. Labels are drawn from the
+    predictions (``y* ~ Bernoulli(s_i)``; top-label: a class drawn
+    from each probability row), the fraction of positives of every
+    bin is recomputed in the same bins, and the band holds its
+    ``(1 -/+ confidence_level) / 2`` quantiles (a grey hatched box per
+    bin, around the diagonal). A bar ending outside its box is
+    miscalibrated by more than noise explains at that level.""",
+    "n_consistency": """\
+n_consistency : int, default=200
+    Label draws of the consistency band.""",
+    "confidence_level": """\
+confidence_level : float in (0, 1), default=0.95
+    Pointwise level of the consistency band.""",
+    "random_state": """\
+random_state : int, Generator, RandomState or None, default=None
+    Seeds the label draws of the consistency band; the result does not
+    depend on ``n_jobs``.""",
+    "n_jobs": """\
+n_jobs : int, default=None
+    Parallel workers (``joblib``) for the draws of the consistency band;
+    ``None`` means 1.""",
+    "ax": """\
+ax : matplotlib Axes or array of Axes, default=None
+    Axes to draw on (one per class for a classwise diagram); ``None``
+    creates a figure.""",
+    "curve_kwargs": """\
+curve_kwargs : dict or list of dict, default=None
+    Keywords for :meth:`matplotlib.axes.Axes.plot` of the markers, with
+    the multi-curve conventions of :meth:`SmoothReliabilityDisplay.plot`.""",
+    "bar_kwargs": """\
+bar_kwargs : dict, default=None
+    Keywords for :meth:`matplotlib.axes.Axes.bar`. By default the bars
+    take the markers' colour, with an opacity proportional to the
+    bin's share of the predictions.""",
+    "density_panel": """\
+density_panel : bool or matplotlib Axes, default=False
+    ``True`` adds a panel below with the histogram of the predictions
+    as a density (share of the weight per unit of score); an Axes
+    draws that histogram there.""",
+}
+# Blocks of parameters that several signatures share in this order.
+_DOC["binning"] = join_entries(
+    "n_bins", "strategy", "norm", "display_multi_class", "sample_weight", entries=_DOC
+)
+_DOC["consistency"] = join_entries(
+    "consistency_band",
+    "n_consistency",
+    "confidence_level",
+    "random_state",
+    "n_jobs",
+    entries=_DOC,
+)
+_DOC["drawing"] = join_entries(
+    "ax",
+    "curve_kwargs",
+    "ref_line",
+    "ref_line_kw",
+    "bar_kwargs",
+    "density_panel",
+    "despine",
+    entries=_DOC,
+)
 
 # The bars drawn on an axes so far, kept on the axes itself.
 _BARS_OF_AXES = "_skcalib_binned_bars"
@@ -179,11 +259,12 @@ class BinnedReliabilityDisplay(ReliabilityDisplayBase):
         Position of each non-empty bin among the bins.
     error : float or list of float, default=None
         Binned calibration error, shown in the legend.
-    consistency_low, consistency_high : ndarray or list of ndarray, \
-default=None
-        Consistency band of ``mean_label`` per bin: where the fraction of
-        positives of a calibrated model with these scores would fall (see
-        ``consistency_band`` in :meth:`from_predictions`).
+    consistency_low : ndarray or list of ndarray, default=None
+        Lower end of the consistency band of ``mean_label`` per bin: where
+        the fraction of positives of a calibrated model with these scores
+        would fall (see ``consistency_band`` in :meth:`from_predictions`).
+    consistency_high : ndarray or list of ndarray, default=None
+        Upper end of the consistency band of ``mean_label`` per bin.
     confidence_level : float or list of float, default=None
         Level of the consistency band.
     norm : {"l1", "l2", "max"}, default="l1"
@@ -194,7 +275,9 @@ default=None
     multi_class : {None, "top-label", "classwise"}, default=None
         Reduction the curves show (``None`` for a binary problem).
     name : str or list of str, default=None
+        Legend name of each curve.
     pos_label : int, float, bool or str, default=None
+        Positive class of a binary diagram, shown in the axis label.
     score_range : tuple of float, default=None
         ``(low, high)``: where the scores can lie, ``(1/K, 1)`` for top-label
         confidences of ``K`` classes; bars, diagonal and x-axis are drawn on
@@ -290,6 +373,7 @@ default=None
 
     @checks_style
     @validate_params()
+    @fill_doc(**_DOC)
     def plot(
         self,
         ax=None,
@@ -306,32 +390,20 @@ default=None
 
         Parameters
         ----------
-        ax : matplotlib Axes or array of Axes, default=None
-            Axes to draw on (one per class for a classwise diagram).
+        ${ax}
         name : str or list of str, default=None
             Legend name(s); ``None`` uses :attr:`name`.
-        curve_kwargs : dict or list of dict, default=None
-            Keywords for :meth:`matplotlib.axes.Axes.plot` of the markers, with
-            the multi-curve conventions of
-            :meth:`SmoothReliabilityDisplay.plot`.
-        ref_line : bool, default=True
-            Draw the diagonal of perfect calibration (once per axes).
-        ref_line_kw : dict, default=None
-            Keywords for the diagonal.
-        bar_kwargs : dict, default=None
-            Keywords for :meth:`matplotlib.axes.Axes.bar`. By default the bars
-            take the markers' colour, with an opacity proportional to the
-            bin's share of the predictions.
-        density_panel : bool or matplotlib Axes, default=False
-            ``True`` adds a panel below with the histogram of the predictions
-            as a density (share of the weight per unit of score); an Axes
-            draws that histogram there.
-        despine : bool, default=False
-            Remove the top and right spines.
+        ${curve_kwargs}
+        ${ref_line}
+        ${ref_line_kw}
+        ${bar_kwargs}
+        ${density_panel}
+        ${despine}
 
         Returns
         -------
-        display : BinnedReliabilityDisplay
+        BinnedReliabilityDisplay
+            This display, with ``ax_``, ``figure_`` and the drawn artists.
 
         Examples
         --------
@@ -409,7 +481,7 @@ default=None
 
         Returns
         -------
-        table : DataFrame or dict of ndarray
+        DataFrame or dict of ndarray
             Columns ``bin`` (position among the bins), ``bin_left`` and
             ``bin_right`` (the bar as drawn), ``mean_score`` and ``mean_label``
             (the marker: mean prediction and fraction of positives, the bar's
@@ -513,6 +585,7 @@ default=None
     @classmethod
     @checks_style
     @validate_params(n_bins=N_BINS)
+    @fill_doc(**_DOC)
     def from_predictions(
         cls,
         y_true,
@@ -544,43 +617,21 @@ default=None
 
         Parameters
         ----------
-        y_true : array-like of shape (n_samples,)
-        y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
-        n_bins, strategy, norm, multi_class, sample_weight, pos_label, labels
-            As in :func:`skcalib.metrics.binned_calibration_error`.
-            ``multi_class="classwise"`` draws one panel per class.
-        consistency_band : bool, default=False
-            Draw the consistency band: where the bin means of a *calibrated*
-            model with these scores would fall. Labels are drawn from the
-            predictions (``y* ~ Bernoulli(s_i)``; top-label: a class drawn
-            from each probability row), the fraction of positives of every
-            bin is recomputed in the same bins, and the band holds its
-            ``(1 -/+ confidence_level) / 2`` quantiles (a grey hatched box per
-            bin, around the diagonal). A bar ending outside its box is
-            miscalibrated by more than noise explains at that level.
-        n_consistency : int, default=200
-            Label draws of the consistency band.
-        confidence_level : float in (0, 1), default=0.95
-            Pointwise level of the consistency band.
-        random_state : int, Generator, RandomState or None, default=None
-            Seeds the label draws; the result does not depend on ``n_jobs``.
-        n_jobs : int, default=None
-            Parallel workers for the draws (``joblib``).
+        ${y_true}
+        ${y_proba}
+        ${binning}
+        ${pos_label}
+        ${labels}
+        ${consistency}
         name : str, default="Classifier"
-        ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, \
-despine
-            As in :meth:`plot`.
-        groups : array-like of shape (n_samples,), default=None
-            Group of each sample: draws one curve per group on the same axes
-            (one per group in each panel of a classwise diagram), named
-            ``group=<g> (n=<rows>)`` in the legend with the group's error
-            (``name`` is then not used). The classes of the whole sample are
-            used for every group. :meth:`frame` gets a ``group`` column. Read
-            more in the :ref:`User Guide <groups>`.
+            Legend name of the curve.
+        ${drawing}
+        ${display_groups}
 
         Returns
         -------
-        display : BinnedReliabilityDisplay
+        BinnedReliabilityDisplay
+            The display, drawn.
 
         Examples
         --------
@@ -648,6 +699,7 @@ despine
     @checks_style
     @scores_of_a_model
     @validate_params(n_bins=N_BINS)
+    @fill_doc(**_DOC)
     def from_estimator(
         cls,
         estimator,
@@ -679,32 +731,21 @@ despine
 
         Parameters
         ----------
-        estimator : fitted classifier
-            Classifier (or pipeline) with ``predict_proba``.
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        n_bins, strategy, norm, multi_class, sample_weight
-            As in :meth:`from_predictions`.
-        pos_label : int, float, bool or str, default=None
-            Positive class of a binary problem; ``None`` is
-            ``estimator.classes_[1]``.
-        consistency_band, n_consistency, confidence_level, random_state, n_jobs
-            As in :meth:`from_predictions`.
+        ${estimator}
+        ${X}
+        ${y}
+        ${binning}
+        ${estimator_pos_label}
+        ${consistency}
         name : str, default=None
             Legend name; ``None`` uses the estimator's class name.
-        ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, despine
-            As in :meth:`from_predictions`.
-        groups : array-like of shape (n_samples,), default=None
-            Group of each sample: draws one curve per group on the same axes
-            (one per group in each panel of a classwise diagram), named
-            ``group=<g> (n=<rows>)`` in the legend with the group's error
-            (``name`` is then not used). The classes of the whole sample are
-            used for every group. :meth:`frame` gets a ``group`` column. Read
-            more in the :ref:`User Guide <groups>`.
+        ${drawing}
+        ${display_groups}
 
         Returns
         -------
-        display : BinnedReliabilityDisplay
+        BinnedReliabilityDisplay
+            The display, drawn.
 
         Examples
         --------
@@ -754,6 +795,7 @@ despine
     @checks_style
     @scores_of_a_model
     @validate_params(n_bins=N_BINS)
+    @fill_doc(**_DOC)
     def from_cv_results(
         cls,
         cv_results,
@@ -784,21 +826,22 @@ despine
 
         Parameters
         ----------
-        cv_results : dict
-            Output of :func:`sklearn.model_selection.cross_validate` with
-            ``return_estimator=True`` and ``return_indices=True``.
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        n_bins, strategy, norm, multi_class, sample_weight, pos_label, \
-consistency_band, n_consistency, confidence_level, random_state, n_jobs
-            As in :meth:`from_estimator`.
+        ${cv_results}
+        ${X}
+        ${y}
+        ${binning}
+        ${estimator_pos_label}
+        ${consistency}
         name : str or list of str, default=None
-        ax, curve_kwargs, ref_line, ref_line_kw, bar_kwargs, density_panel, despine
-            As in :meth:`from_estimator`.
+            Legend name of the split curves (one legend entry with the mean
+            and standard deviation of the error over splits); a list names
+            each split's curve, with ``curve_kwargs`` a list too.
+        ${drawing}
 
         Returns
         -------
-        display : BinnedReliabilityDisplay
+        BinnedReliabilityDisplay
+            The display, drawn.
 
         Examples
         --------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._docstrings import fill_doc, join_entries
 from .._params import (
     AnyOf,
     ListOf,
@@ -58,6 +59,52 @@ _METHOD_LABELS = {
 
 _METHOD = StrOptions(*_METHOD_LABELS)
 _METHODS = NoneOr(AnyOf(_METHOD, ListOf(_METHOD)))
+
+# Entries shared by the ``from_*`` constructors and ``plot``.
+_DOC = {
+    "perturbation_scale": """\
+perturbation_scale : float, default=None
+    Scale of the sech perturbation that produced the scores; enables the
+    Nadaraya-Watson bound (and the Lipschitz one with
+    ``lipschitz = 1 / (2 perturbation_scale)``).""",
+    "lipschitz": """\
+lipschitz : float, default=None
+    Lipschitz constant of the calibration function; enables the
+    Lipschitz-bucketing bound.""",
+    "methods": """\
+methods : {"tv", "nw", "lipschitz"} or list of such str, default=None
+    Bounds to draw; ``None`` means TV always, plus NW and Lipschitz when
+    their constants are given.""",
+    "delta": """\
+delta : float, default=0.05
+    Failure probability of each bound, in (0, 1).""",
+    "n_bins": """\
+n_bins : int, default=15
+    Bins of the binned ECE drawn for comparison.""",
+    "true_ce": """\
+true_ce : float, default=None
+    The true calibration error, when known; drawn as a reference line.""",
+    "n_splits": """\
+n_splits : int, default=5
+    Number of cross-fitting folds of the bounds, >= 2.""",
+    "name": """\
+name : str, default=None
+    Title of the plot; ``None`` shows none.""",
+    "ax": """\
+ax : matplotlib Axes, default=None
+    Axes to draw on; ``None`` creates a figure and axes.""",
+    "bar_kwargs": """\
+bar_kwargs : dict, default=None
+    Keywords for :meth:`matplotlib.axes.Axes.bar` of the stacked terms.""",
+    "pos_label": """\
+pos_label : int, float, bool or str, default=None
+    Positive class; ``None`` means the greater label.""",
+}
+# Blocks of parameters that several signatures share in this order.
+_DOC["bound_options"] = join_entries(
+    "lipschitz", "methods", "delta", "n_bins", "true_ce", entries=_DOC
+)
+_DOC["fold_options"] = join_entries("n_splits", "random_state", "n_jobs", entries=_DOC)
 
 
 def _grouped(terms):
@@ -176,24 +223,24 @@ class CalibrationBoundDisplay:
 
     @checks_style
     @validate_params()
+    @fill_doc(**_DOC)
     def plot(self, ax=None, *, name=None, bar_kwargs=None, despine=False):
         """Plot the bounds.
 
         Parameters
         ----------
-        ax : matplotlib Axes, default=None
-            Axes to draw on; ``None`` creates a figure.
+        ${ax}
         name : str, default=None
             Title; ``None`` uses :attr:`name`.
         bar_kwargs : dict, default=None
             Keywords for :meth:`matplotlib.axes.Axes.bar` (single-dataset
             view) or :meth:`matplotlib.axes.Axes.plot` (size view).
-        despine : bool, default=False
-            Remove the top and right spines.
+        ${despine}
 
         Returns
         -------
-        display : CalibrationBoundDisplay
+        CalibrationBoundDisplay
+            This display, with ``ax_``, ``figure_`` and the drawn artists.
 
         Examples
         --------
@@ -244,7 +291,7 @@ class CalibrationBoundDisplay:
 
         Returns
         -------
-        table : DataFrame or dict of ndarray
+        DataFrame or dict of ndarray
             One row per method (single dataset) or per method and sample size
             (``n_samples`` column): ``method``, ``upper`` (the bound),
             ``estimate`` (its point estimate), for one dataset the stacked
@@ -428,6 +475,7 @@ class CalibrationBoundDisplay:
     @classmethod
     @checks_style
     @validate_params(methods=_METHODS, n_bins=N_BINS)
+    @fill_doc(**_DOC)
     def from_predictions(
         cls,
         y_true,
@@ -452,36 +500,23 @@ class CalibrationBoundDisplay:
 
         Parameters
         ----------
-        y_true : array-like of shape (n_samples,)
-            Binary labels.
+        ${y_true}
         y_proba : array-like of shape (n_samples,) or (n_samples, 2)
             Predicted probability of the positive class (1-D) or of both
             classes.
-        perturbation_scale : float, default=None
-            Scale of the sech perturbation that produced the scores; enables
-            the Nadaraya-Watson bound (and the Lipschitz one with
-            ``lipschitz = 1 / (2 perturbation_scale)``).
-        lipschitz : float, default=None
-            Lipschitz constant of the calibration function; enables the
-            Lipschitz-bucketing bound.
-        methods : str or list of str, default=None
-            Bounds to draw (``"tv"``, ``"nw"``, ``"lipschitz"``); ``None``
-            means TV always, plus NW and Lipschitz when their constants are
-            given.
-        delta
-            As in :func:`skcalib.metrics.calibration_error_bound`.
-        n_bins : int, default=15
-            Bins of the binned ECE drawn for comparison.
-        true_ce : float, default=None
-            The true calibration error, when known.
-        pos_label, n_splits, random_state, n_jobs
-            As in :func:`skcalib.metrics.calibration_error_bound`.
-        name, ax, bar_kwargs, despine
-            As in :meth:`plot`.
+        ${perturbation_scale}
+        ${bound_options}
+        ${pos_label}
+        ${fold_options}
+        ${name}
+        ${ax}
+        ${bar_kwargs}
+        ${despine}
 
         Returns
         -------
-        display : CalibrationBoundDisplay
+        CalibrationBoundDisplay
+            The display, drawn.
 
         Examples
         --------
@@ -531,6 +566,7 @@ class CalibrationBoundDisplay:
     @checks_style
     @scores_of_a_model
     @validate_params(methods=_METHODS, n_bins=N_BINS)
+    @fill_doc(**_DOC)
     def from_estimator(
         cls,
         estimator,
@@ -560,20 +596,26 @@ class CalibrationBoundDisplay:
         Parameters
         ----------
         estimator : fitted classifier
-            With ``predict_proba`` and two ``classes_``.
-        X : array-like of shape (n_samples, n_features)
-            Held-out data.
-        y : array-like of shape (n_samples,)
-            Its labels.
+            Binary classifier (or pipeline) with ``predict_proba``.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Held-out input values.
+        ${y}
         perturbation_scale : float, default=None
-            Defaults to the estimator's ``scale_`` when it has one.
-        lipschitz, methods, delta, n_bins, true_ce, n_splits, random_state, \
-n_jobs, name, ax, bar_kwargs, despine
-            As in :meth:`from_predictions`.
+            Scale of the sech perturbation of the scores, enabling the
+            Nadaraya-Watson and Lipschitz bounds; ``None`` uses the
+            estimator's ``scale_`` when it has one.
+        ${bound_options}
+        ${fold_options}
+        name : str, default=None
+            Title of the plot; ``None`` uses the estimator's class name.
+        ${ax}
+        ${bar_kwargs}
+        ${despine}
 
         Returns
         -------
-        display : CalibrationBoundDisplay
+        CalibrationBoundDisplay
+            The display, drawn.
 
         Examples
         --------
@@ -621,6 +663,7 @@ n_jobs, name, ax, bar_kwargs, despine
     @classmethod
     @checks_style
     @validate_params(methods=_METHODS, n_bins=N_BINS)
+    @fill_doc(**_DOC)
     def from_sample_sizes(
         cls,
         y_true,
@@ -649,22 +692,27 @@ n_jobs, name, ax, bar_kwargs, despine
 
         Parameters
         ----------
-        y_true, y_proba
-            As in :meth:`from_predictions`.
+        ${y_true}
+        y_proba : array-like of shape (n_samples,) or (n_samples, 2)
+            Predicted probability of the positive class (1-D) or of both
+            classes.
         sample_sizes : array-like of int, default=None
             Subset sizes; ``None`` means 6 sizes from ``min(1000, n)`` to ``n``,
             evenly spaced on a log scale.
-        perturbation_scale, lipschitz, methods, delta, n_bins, true_ce, \
-pos_label, n_splits, random_state, n_jobs, name, ax
-            As in :meth:`from_predictions`.
+        ${perturbation_scale}
+        ${bound_options}
+        ${pos_label}
+        ${fold_options}
+        ${name}
+        ${ax}
         line_kwargs : dict, default=None
-            Keywords for the bound lines.
-        despine
-            As in :meth:`from_predictions`.
+            Keywords for :meth:`matplotlib.axes.Axes.plot` of the bound lines.
+        ${despine}
 
         Returns
         -------
-        display : CalibrationBoundDisplay
+        CalibrationBoundDisplay
+            The display, drawn.
 
         Examples
         --------

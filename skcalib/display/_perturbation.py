@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._docstrings import fill_doc
 from .._params import Dict, HasMethods, NoneOr, validate_params
 from ..perturbation import select_perturbation_scale
 from ._plotting import (
@@ -35,6 +36,27 @@ def _scale_text(h):
 # One style for the one score curve (no list of them).
 _STYLE = NoneOr(Dict())
 
+# Entries shared by ``plot`` and the ``from_*`` constructors.
+_DOC = {
+    "ax": """\
+ax : matplotlib Axes or pair of Axes, default=None
+    ``None`` creates a figure with the score above the bound (sharing the
+    scale axis); a pair of Axes is used as (score, bound); a single Axes
+    shows the bound on a twin y-axis.""",
+    "curve_kwargs": """\
+curve_kwargs : dict, default=None
+    Keywords for :meth:`matplotlib.axes.Axes.plot` of the score.""",
+    "bound_kwargs": """\
+bound_kwargs : dict, default=None
+    Keywords for :meth:`matplotlib.axes.Axes.plot` of the bound.""",
+    "despine": """\
+despine : bool, default=False
+    Remove the top spine (the right one carries the bound's axis).""",
+    "name": """\
+name : str, default=None
+    Title of the plot; ``None`` shows none.""",
+}
+
 
 class PerturbationDisplay:
     """What perturbing a classifier costs (score) and buys (certified bound).
@@ -52,22 +74,31 @@ class PerturbationDisplay:
     Parameters
     ----------
     scales : ndarray of shape (n_scales,)
-    score_mean, score_std : ndarray of shape (n_scales,)
-        Mean and standard deviation over folds of the perturbed score.
+        Perturbation scales, increasing.
+    score_mean : ndarray of shape (n_scales,)
+        Mean over folds of the perturbed score.
+    score_std : ndarray of shape (n_scales,)
+        Standard deviation over folds of the perturbed score.
     base_score : float
         Mean score of the unperturbed model.
     tolerance : float
         Accepted loss of score.
     recommended_scale : float
+        Scale marked as recommended (the largest within ``tolerance``).
     scoring : str, default="roc_auc"
         Name of the score (axis label).
-    bound_upper, bound_estimate : ndarray of shape (n_scales,), default=None
-        Certified upper bound and point estimate of the calibration error.
+    bound_upper : ndarray of shape (n_scales,), default=None
+        Certified upper bound on the calibration error at each scale.
+    bound_estimate : ndarray of shape (n_scales,), default=None
+        Point estimate of the calibration error at each scale.
     base_bound_upper : float, default=None
         Bound of the unperturbed scores (total-variation, monotone), for
         comparison.
     bound_method : str, default=None
+        Method of the certified bounds, shown in the legend.
     delta : float, default=None
+        Failure probability of each bound, shown as the level in the axis
+        label.
     name : str, default=None
         Title.
 
@@ -140,6 +171,7 @@ class PerturbationDisplay:
 
     @checks_style
     @validate_params(curve_kwargs=_STYLE)
+    @fill_doc(**_DOC)
     def plot(
         self, ax=None, *, name=None, curve_kwargs=None, bound_kwargs=None, despine=False
     ):
@@ -147,22 +179,17 @@ class PerturbationDisplay:
 
         Parameters
         ----------
-        ax : matplotlib Axes or pair of Axes, default=None
-            ``None`` creates a figure with the score above the bound (sharing
-            the scale axis); a pair of Axes is used as (score, bound); a
-            single Axes shows the bound on a twin y-axis.
+        ${ax}
         name : str, default=None
             Title; ``None`` uses :attr:`name`.
-        curve_kwargs : dict, default=None
-            Keywords for :meth:`matplotlib.axes.Axes.plot` of the score.
-        bound_kwargs : dict, default=None
-            Keywords for the bound line.
-        despine : bool, default=False
-            Remove the top spine (the right one carries the bound's axis).
+        ${curve_kwargs}
+        ${bound_kwargs}
+        ${despine}
 
         Returns
         -------
-        display : PerturbationDisplay
+        PerturbationDisplay
+            This display, with ``ax_``, ``figure_`` and the drawn artists.
 
         Examples
         --------
@@ -316,7 +343,7 @@ class PerturbationDisplay:
 
         Returns
         -------
-        table : DataFrame or dict of ndarray
+        DataFrame or dict of ndarray
             Columns ``scale``, ``score_mean`` and ``score_std`` (the score
             curve and its band), ``bound_upper`` and ``bound_estimate`` (NaN
             without bounds) and ``recommended`` (True at the recommended
@@ -375,6 +402,7 @@ class PerturbationDisplay:
     @classmethod
     @checks_style
     @validate_params(curve_kwargs=_STYLE)
+    @fill_doc(**_DOC)
     def from_result(
         cls,
         result,
@@ -391,12 +419,16 @@ class PerturbationDisplay:
         ----------
         result : PerturbationScaleResult
             Output of :func:`skcalib.select_perturbation_scale`.
-        name, ax, curve_kwargs, bound_kwargs, despine
-            As in :meth:`plot`.
+        ${name}
+        ${ax}
+        ${curve_kwargs}
+        ${bound_kwargs}
+        ${despine}
 
         Returns
         -------
-        display : PerturbationDisplay
+        PerturbationDisplay
+            The display, drawn.
 
         Examples
         --------
@@ -447,6 +479,7 @@ class PerturbationDisplay:
     @classmethod
     @checks_style
     @validate_params(estimator=HasMethods("fit", "predict_proba"), curve_kwargs=_STYLE)
+    @fill_doc(**_DOC)
     def from_estimator(
         cls,
         estimator,
@@ -475,16 +508,37 @@ class PerturbationDisplay:
             Unfitted base model (a :class:`skcalib.PerturbedClassifier` is
             unwrapped); it is fitted on each training split.
         X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        scales, scoring, tolerance, cv, bound_method, delta, random_state, \
-n_jobs
-            As in :func:`skcalib.select_perturbation_scale`.
-        name, ax, curve_kwargs, bound_kwargs, despine
-            As in :meth:`plot`.
+            Data, in any form the estimator accepts.
+        ${y}
+        scales : array-like of float in [2**-16, 1], default=None
+            Candidate scales; ``None`` means ``2.0 ** -np.arange(3, 10)``
+            (1/8 down to 1/512).
+        scoring : str, callable or None, default="roc_auc"
+            Score to preserve (greater is better): a name accepted by
+            :func:`skcalib.metrics.get_scorer`, a scorer callable, or ``None``
+            for the estimator's ``score`` method.
+        tolerance : float, default=0.01
+            Largest accepted mean loss of score, in the scorer's units.
+        cv : int, cross-validation generator or iterable, default=5
+            Splitting strategy, as in
+            :func:`sklearn.model_selection.cross_validate` (stratified K-fold
+            for an int).
+        bound_method : {"nw", "lipschitz", "tv"} or None, default="nw"
+            Certified bound drawn for each scale; ``None`` draws none.
+        delta : float, default=0.05
+            Failure probability of each bound.
+        ${random_state}
+        ${n_jobs}
+        ${name}
+        ${ax}
+        ${curve_kwargs}
+        ${bound_kwargs}
+        ${despine}
 
         Returns
         -------
-        display : PerturbationDisplay
+        PerturbationDisplay
+            The display, drawn.
 
         Examples
         --------

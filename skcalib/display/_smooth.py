@@ -9,6 +9,7 @@ import numpy as np
 from .._backend.consistency import SmoothCurveBatch
 from .._backend.density import grid_samples, local_sample_size, score_density
 from .._backend.smece import LOGIT_EPS, GridGeometry
+from .._docstrings import fill_doc, join_entries
 from .._params import (
     MAX_BOOTSTRAP,
     AnyOf,
@@ -40,6 +41,117 @@ from ._plotting import (
 )
 
 __all__ = ["SmoothReliabilityDisplay"]
+
+# Entries shared by ``plot`` and the ``from_*`` constructors.
+_DOC = {
+    "sigma": """\
+sigma : float in (0, 1], default=None
+    Fixed kernel bandwidth; ``None`` uses the self-consistent ``sigma*``
+    of :func:`skcalib.metrics.smooth_ece`.""",
+    "metric": """\
+metric : {"l1", "logit"}, default="l1"
+    Smoothing on [0, 1] or on ``logit(s)``.""",
+    "n_bootstrap": """\
+n_bootstrap : int or "auto", default="auto"
+    Bootstrap resamples of the band and of the smECE interval.
+    ``"auto"`` is 100 resamples up to 200,000 samples (about 0.6 s
+    up to 10,000 samples, 1.5 s at 200,000 with
+    ``ci_method="basic"``; the default inversion interval of smECE
+    takes 3.3-4 times as long, measured side by side; 0.05-0.2 s
+    without a band) and none above: each resample costs about 30 ms
+    per million rows, and the band is then narrower than the line.
+    ``0`` draws no band.""",
+    "confidence_level": """\
+confidence_level : float in (0, 1), default=0.95
+    Level of the interval of smECE, of the pointwise bootstrap band and
+    of the consistency band.""",
+    "ci_method": """\
+ci_method : {"inversion", "basic", "percentile"}, default="inversion"
+    How the interval of smECE is formed; see
+    :func:`skcalib.metrics.smooth_calibration_curve`.""",
+    "random_state": """\
+random_state : int, Generator, RandomState or None, default=None
+    Seeds the bootstrap resamples and the label draws of the consistency
+    band; the result does not depend on ``n_jobs``.""",
+    "n_jobs": """\
+n_jobs : int, default=None
+    Parallel workers (``joblib``) for the bootstrap and the consistency
+    band; ``None`` means 1, ``-1`` all cores.""",
+    "density_bandwidth": """\
+density_bandwidth : {"silverman", "scott"} or float, default="silverman"
+    Bandwidth of the score density (the panel and the ribbon's
+    width): a rule of thumb on the scores (Silverman's
+    ``0.9 min(sd, IQR / 1.349) n^(-1/5)`` or Scott's
+    ``1.06 sd n^(-1/5)``) or a float, in the units of ``metric``. The
+    kernel is the Gaussian reflected at both ends of the scores'
+    range, so that the density integrates to one on it.""",
+    "consistency_band": """\
+consistency_band : bool, default=False
+    Draw the consistency band: where the curve of a *calibrated*
+    model with these scores would fall. Labels are drawn from the
+    predictions (``y* ~ Bernoulli(s_i)``; top-label: a class drawn
+    from each probability row, so that the top class is right with
+    probability the confidence), the curve is recomputed at the same
+    bandwidth, and the band holds the pointwise
+    ``(1 -/+ confidence_level) / 2`` quantiles. It lies around the
+    diagonal; where the curve leaves it, the miscalibration there is
+    larger than noise explains. Grey and hatched, unlike the
+    bootstrap band (the curve's own uncertainty).""",
+    "n_consistency": """\
+n_consistency : int, default=200
+    Label draws of the consistency band; seeded by ``random_state``
+    apart from the bootstrap's resamples.""",
+    "ax": """\
+ax : matplotlib Axes or array of Axes, default=None
+    Axes to draw on (one per class for a classwise diagram); ``None``
+    creates a figure. Pass the ``ax_`` (and ``density_ax_``) of an
+    earlier display to compare several models on one diagram.""",
+    "curve_kwargs": """\
+curve_kwargs : dict or list of dict, default=None
+    Keywords for :meth:`matplotlib.axes.Axes.plot` of each curve. A
+    single dict for several curves gives them one style and one legend
+    entry with the mean and standard deviation of the SmoothECE; a
+    list gives each curve its own entry.""",
+    "density_width": """\
+density_width : float, default=0.05
+    Width (in probability units) of the ribbon where the density of the
+    predictions is largest; elsewhere the width is proportional to the
+    density. ``0`` draws the bare curve.""",
+    "density_panel": """\
+density_panel : bool or matplotlib Axes, default=False
+    ``True`` adds a density panel below the diagram; an Axes (e.g.
+    ``density_ax_`` of an earlier display) draws the density there.""",
+    "fade_below": """\
+fade_below : float or None, default=30
+    The curve fades (down to 20 % opacity) where fewer than this many
+    effective samples ``(sum K)^2 / sum K^2`` lie under its kernel, so
+    that a stretch resting on a handful of predictions does not look
+    as certain as the rest. ``None`` draws it uniformly.""",
+}
+# Blocks of parameters that several signatures share in this order.
+_DOC["smoothing"] = join_entries("sigma", "metric", "display_multi_class", entries=_DOC)
+_DOC["intervals"] = join_entries(
+    "confidence_level", "ci_method", "sample_weight", entries=_DOC
+)
+_DOC["bands"] = join_entries(
+    "random_state",
+    "n_jobs",
+    "density_bandwidth",
+    "consistency_band",
+    "n_consistency",
+    entries=_DOC,
+)
+_DOC["drawing"] = join_entries(
+    "ax",
+    "curve_kwargs",
+    "ref_line",
+    "ref_line_kw",
+    "density_width",
+    "density_panel",
+    "fade_below",
+    "despine",
+    entries=_DOC,
+)
 
 
 def accumulator_samples(accumulator):
@@ -228,23 +340,26 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
         SmoothECE, shown in the legend.
     smece_ci : tuple or list of tuple, default=None
         Bootstrap interval of ``smece``.
-    y_smooth_low, y_smooth_high : ndarray or list of ndarray, default=None
-        Pointwise bootstrap band of ``y_smooth``.
+    y_smooth_low : ndarray or list of ndarray, default=None
+        Lower end of the pointwise bootstrap band of ``y_smooth``.
+    y_smooth_high : ndarray or list of ndarray, default=None
+        Upper end of the pointwise bootstrap band of ``y_smooth``.
     sigma : float or list of float, default=None
         Kernel bandwidth of each curve.
     confidence_level : float or list of float, default=None
         Level of the bootstrap intervals.
-    y_consistency_low, y_consistency_high : ndarray or list of ndarray, \
-default=None
-        Pointwise consistency band: where the curve of a calibrated model
-        with these scores would fall (see ``consistency_band`` in
-        :meth:`from_predictions`).
     effective_size : ndarray or list of ndarray, default=None
         Effective number of samples under the curve's kernel at ``scores``
         (where it is below ``fade_below`` the curve fades); ``None`` draws
         the curve uniformly.
     density_bandwidth : float or list of float, default=None
         Bandwidth of ``density`` (in the units of ``metric``), for the record.
+    y_consistency_low : ndarray or list of ndarray, default=None
+        Lower end of the pointwise consistency band: where the curve of a
+        calibrated model with these scores would fall (see
+        ``consistency_band`` in :meth:`from_predictions`).
+    y_consistency_high : ndarray or list of ndarray, default=None
+        Upper end of the pointwise consistency band.
     class_label : object or list, default=None
         Class of each one-vs-rest curve (``multi_class="classwise"``): curves
         of different classes go to different panels.
@@ -377,6 +492,7 @@ default=None
 
     @checks_style
     @validate_params()
+    @fill_doc(**_DOC)
     def plot(
         self,
         ax=None,
@@ -394,39 +510,22 @@ default=None
 
         Parameters
         ----------
-        ax : matplotlib Axes or array of Axes, default=None
-            Axes to draw on (one per class for a classwise diagram). ``None``
-            creates a figure.
+        ${ax}
         name : str or list of str, default=None
             Legend name(s); ``None`` uses :attr:`name`. A list needs a list of
             ``curve_kwargs``.
-        curve_kwargs : dict or list of dict, default=None
-            Keywords for :meth:`matplotlib.axes.Axes.plot` of each curve. A
-            single dict for several curves gives them one style and one legend
-            entry with the mean and standard deviation of the SmoothECE; a
-            list gives each curve its own entry.
-        ref_line : bool, default=True
-            Draw the diagonal of perfect calibration (once per axes).
-        ref_line_kw : dict, default=None
-            Keywords for the diagonal.
-        density_width : float, default=0.05
-            Width (in probability units) of the ribbon where the density of the
-            predictions is largest; elsewhere the width is proportional to the
-            density. ``0`` draws the bare curve.
-        density_panel : bool or matplotlib Axes, default=False
-            ``True`` adds a density panel below the diagram; an Axes (e.g.
-            ``density_ax_`` of an earlier display) draws the density there.
-        fade_below : float or None, default=30
-            The curve fades (down to 20 % opacity) where fewer than this many
-            effective samples ``(sum K)^2 / sum K^2`` lie under its kernel, so
-            that a stretch resting on a handful of predictions does not look
-            as certain as the rest. ``None`` draws it uniformly.
-        despine : bool, default=False
-            Remove the top and right spines.
+        ${curve_kwargs}
+        ${ref_line}
+        ${ref_line_kw}
+        ${density_width}
+        ${density_panel}
+        ${fade_below}
+        ${despine}
 
         Returns
         -------
-        display : SmoothReliabilityDisplay
+        SmoothReliabilityDisplay
+            This display, with ``ax_``, ``figure_`` and the drawn artists.
 
         Examples
         --------
@@ -499,7 +598,7 @@ default=None
 
         Returns
         -------
-        table : DataFrame or dict of ndarray
+        DataFrame or dict of ndarray
             Columns ``score`` (x), ``y_smooth`` (the curve),
             ``y_smooth_low`` and ``y_smooth_high`` (the bootstrap band, NaN
             without one), ``y_consistency_low`` and ``y_consistency_high``
@@ -688,6 +787,7 @@ default=None
     @classmethod
     @checks_style
     @validate_params()
+    @fill_doc(**_DOC)
     def from_accumulator(
         cls,
         accumulator,
@@ -716,17 +816,15 @@ default=None
         accumulator : CalibrationAccumulator
             A fitted accumulator; one curve per class for a classwise
             multiclass one.
-        density_bandwidth : {"silverman", "scott"} or float, default="silverman"
-            As in :meth:`from_predictions`.
+        ${density_bandwidth}
         name : str, default="Classifier"
             Legend name.
-        ax, curve_kwargs, ref_line, ref_line_kw, density_width, \
-density_panel, fade_below, despine
-            As in :meth:`plot`.
+        ${drawing}
 
         Returns
         -------
-        display : SmoothReliabilityDisplay
+        SmoothReliabilityDisplay
+            The display, drawn.
 
         Examples
         --------
@@ -770,6 +868,7 @@ density_panel, fade_below, despine
     @classmethod
     @checks_style
     @validate_params(n_bootstrap=_N_BOOTSTRAP)
+    @fill_doc(**_DOC)
     def from_predictions(
         cls,
         y_true,
@@ -804,64 +903,23 @@ density_panel, fade_below, despine
 
         Parameters
         ----------
-        y_true : array-like of shape (n_samples,)
-            True labels.
-        y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
-            Probability of the positive class, or of every class (columns in
-            the order of the sorted labels, or of ``labels`` when given).
-        sigma, metric, multi_class
-            As in :func:`skcalib.metrics.smooth_calibration_curve`.
-            ``multi_class="classwise"`` draws one panel per class.
-        n_bootstrap : int or "auto", default="auto"
-            Bootstrap resamples of the band and of the smECE interval.
-            ``"auto"`` is 100 resamples up to 200,000 samples (about 0.6 s
-            up to 10,000 samples, 1.5 s at 200,000 with
-            ``ci_method="basic"``; the default inversion interval of smECE
-            takes 3.3-4 times as long, measured side by side; 0.05-0.2 s
-            without a band) and none above: each resample costs about 30 ms
-            per million rows, and the band is then narrower than the line.
-            ``0`` draws no band.
-        confidence_level, ci_method, sample_weight, pos_label, labels, \
-random_state, n_jobs
-            As in :func:`skcalib.metrics.smooth_calibration_curve`.
-        density_bandwidth : {"silverman", "scott"} or float, default="silverman"
-            Bandwidth of the score density (the panel and the ribbon's
-            width): a rule of thumb on the scores (Silverman's
-            ``0.9 min(sd, IQR / 1.349) n^(-1/5)`` or Scott's
-            ``1.06 sd n^(-1/5)``) or a float, in the units of ``metric``. The
-            kernel is the Gaussian reflected at both ends of the scores'
-            range, so that the density integrates to one on it.
-        consistency_band : bool, default=False
-            Draw the consistency band: where the curve of a *calibrated*
-            model with these scores would fall. Labels are drawn from the
-            predictions (``y* ~ Bernoulli(s_i)``; top-label: a class drawn
-            from each probability row, so that the top class is right with
-            probability the confidence), the curve is recomputed at the same
-            bandwidth, and the band holds the pointwise
-            ``(1 -/+ confidence_level) / 2`` quantiles. It lies around the
-            diagonal; where the curve leaves it, the miscalibration there is
-            larger than noise explains. Grey and hatched, unlike the
-            bootstrap band (the curve's own uncertainty).
-        n_consistency : int, default=200
-            Label draws of the consistency band; seeded by ``random_state``
-            apart from the bootstrap's resamples.
+        ${y_true}
+        ${y_proba}
+        ${smoothing}
+        ${n_bootstrap}
+        ${intervals}
+        ${pos_label}
+        ${labels}
+        ${bands}
         name : str, default="Classifier"
             Legend name.
-        ax, curve_kwargs, ref_line, ref_line_kw, density_width, \
-density_panel, fade_below, despine
-            As in :meth:`plot`. Pass the ``ax_`` (and ``density_ax_``) of an
-            earlier display to compare several models on one diagram.
-        groups : array-like of shape (n_samples,), default=None
-            Group of each sample: draws one curve per group on the same axes
-            (one per group in each panel of a classwise diagram), named
-            ``group=<g> (n=<rows>)`` in the legend with the group's SmoothECE
-            (``name`` is then not used). The classes of the whole sample are
-            used for every group. :meth:`frame` gets a ``group`` column. Read
-            more in the :ref:`User Guide <groups>`.
+        ${drawing}
+        ${display_groups}
 
         Returns
         -------
-        display : SmoothReliabilityDisplay
+        SmoothReliabilityDisplay
+            The display, drawn.
 
         Examples
         --------
@@ -935,6 +993,7 @@ density_panel, fade_below, despine
     @checks_style
     @scores_of_a_model
     @validate_params(n_bootstrap=_N_BOOTSTRAP)
+    @fill_doc(**_DOC)
     def from_estimator(
         cls,
         estimator,
@@ -969,34 +1028,23 @@ density_panel, fade_below, despine
 
         Parameters
         ----------
-        estimator : fitted classifier
-            Classifier (or pipeline) with ``predict_proba``.
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-        sigma, metric, multi_class, n_bootstrap, confidence_level, ci_method, \
-sample_weight
-            As in :meth:`from_predictions`.
-        pos_label : int, float, bool or str, default=None
-            Positive class of a binary problem; ``None`` is
-            ``estimator.classes_[1]``.
-        random_state, n_jobs, density_bandwidth, consistency_band, n_consistency
-            As in :meth:`from_predictions`.
+        ${estimator}
+        ${X}
+        ${y}
+        ${smoothing}
+        ${n_bootstrap}
+        ${intervals}
+        ${estimator_pos_label}
+        ${bands}
         name : str, default=None
             Legend name; ``None`` uses the estimator's class name.
-        ax, curve_kwargs, ref_line, ref_line_kw, density_width, density_panel, \
-fade_below, despine
-            As in :meth:`from_predictions`.
-        groups : array-like of shape (n_samples,), default=None
-            Group of each sample: draws one curve per group on the same axes
-            (one per group in each panel of a classwise diagram), named
-            ``group=<g> (n=<rows>)`` in the legend with the group's SmoothECE
-            (``name`` is then not used). The classes of the whole sample are
-            used for every group. :meth:`frame` gets a ``group`` column. Read
-            more in the :ref:`User Guide <groups>`.
+        ${drawing}
+        ${display_groups}
 
         Returns
         -------
-        display : SmoothReliabilityDisplay
+        SmoothReliabilityDisplay
+            The display, drawn.
 
         Examples
         --------
@@ -1050,6 +1098,7 @@ fade_below, despine
     @checks_style
     @scores_of_a_model
     @validate_params(n_bootstrap=_N_BOOTSTRAP)
+    @fill_doc(**_DOC)
     def from_cv_results(
         cls,
         cv_results,
@@ -1083,31 +1132,24 @@ fade_below, despine
 
         Parameters
         ----------
-        cv_results : dict
-            Output of :func:`sklearn.model_selection.cross_validate` with
-            ``return_estimator=True`` and ``return_indices=True``; each fitted
-            estimator is evaluated on its test indices.
-        X : array-like of shape (n_samples, n_features)
-            The data given to ``cross_validate``.
-        y : array-like of shape (n_samples,)
-        sigma, metric, multi_class, confidence_level, ci_method, \
-sample_weight, pos_label, random_state, n_jobs, density_bandwidth, \
-consistency_band, n_consistency
-            As in :meth:`from_estimator`.
+        ${cv_results}
+        ${X}
+        ${y}
+        ${smoothing}
         n_bootstrap : int, default=0
             Bootstrap resamples of each split's band; by default none, as the
             spread of the splits' curves shows the variability.
+        ${intervals}
+        ${estimator_pos_label}
+        ${bands}
         name : str or list of str, default=None
             Legend name(s), with the conventions of :meth:`plot`.
-        ax, curve_kwargs, ref_line, ref_line_kw, density_width, density_panel, \
-fade_below, despine
-            As in :meth:`from_estimator`. A single ``curve_kwargs`` dict gives
-            the folds one legend entry with the mean and standard deviation
-            of the SmoothECE.
+        ${drawing}
 
         Returns
         -------
-        display : SmoothReliabilityDisplay
+        SmoothReliabilityDisplay
+            The display, drawn.
 
         Examples
         --------

@@ -65,7 +65,7 @@ _ECE_BINS = 15
 class CalibrationTestResult:
     """Result of :func:`calibration_test`.
 
-    Attributes
+    Parameters
     ----------
     statistic : float
         The test statistic (see ``method`` in :func:`calibration_test`).
@@ -78,20 +78,20 @@ class CalibrationTestResult:
         What ``statistic`` is, e.g. ``"smooth_ece"`` or ``"z"``.
     n_samples : int
         Rows of the data tested.
-    n_resamples : int or None
+    n_resamples : int or None, default=None
         Label draws of an exact p-value; None for an asymptotic one.
-    dof : int or None
+    dof : int or None, default=None
         Degrees of freedom of the chi-squared law (Hosmer-Lemeshow,
         Pigeon-Heyse): the groups whose null variance is positive.
-    null_statistics : ndarray or None
+    null_statistics : ndarray or None, default=None
         The statistics of the labels drawn for an exact p-value (``|Z|``
         for Spiegelhalter's test), when they were computed (the SmoothECE
         only decides whether each reaches the observed value, and leaves
         this None).
-    per_class : tuple of CalibrationTestResult or None
+    per_class : tuple of CalibrationTestResult or None, default=None
         The one-vs-rest tests of ``multi_class="classwise"`` with a
         Bonferroni combination.
-    pvalue_method : {"exact", "asymptotic"} or None
+    pvalue_method : {"exact", "asymptotic"} or None, default=None
         How the p-value was computed: by simulation of the null law
         (``"exact"``), or from the statistic's asymptotic law.
 

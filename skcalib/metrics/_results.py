@@ -50,7 +50,7 @@ class CalibrationBound:
     :meth:`StreamingCalibrationBound.result`); without it the bound functions
     return ``upper`` alone.
 
-    Attributes
+    Parameters
     ----------
     upper : float
         Upper bound on the L1 calibration error ``CE = E|s - η(s)|``, valid
@@ -63,23 +63,29 @@ class CalibrationBound:
     estimate : float
         Point estimate of ``CE``: mean over folds of ``mean_V |η̂(s) - s|``.
     method : str
+        The bound: ``"tv"``, ``"nw"`` or ``"lipschitz"``.
     delta : float
+        Failure probability of the bound.
     n_samples : int
+        Number of samples the bound uses.
     n_splits : int
+        Number of cross-fitting folds.
     terms : dict
         The additive terms of the fold that gives ``upper``
         (``upper == min(1, sum(terms.values()))``).
     per_fold : tuple of dict
         Fold-level ``upper`` (clipped at 1), ``lower``, ``estimate``,
         ``terms``, sizes and tuning parameters.
-    vacuous : bool
+    vacuous : bool, default=False
         True when ``upper`` is 1: the sample is too small for the bound to
         say anything.
-    bandwidth : ndarray of shape (n_splits,) or None
+    bandwidth : ndarray of shape (n_splits,) or None, default=None
         Window half-width of each fold (``method="nw"``).
-    n_bins : ndarray of shape (n_splits,) or None
+    n_bins : ndarray of shape (n_splits,) or None, default=None
         Bucket count of each fold (``method="lipschitz"``).
-    assume : str or None
+    assume : str or None, default=None
+        Assumption on the calibration function under which the bound holds
+        (``"monotone"`` for the total-variation bound), if any.
 
     Examples
     --------
@@ -225,17 +231,19 @@ class SmoothCalibrationCurve:
 class KDECalibrationResult:
     """Details of a :func:`kde_calibration_error` evaluation.
 
-    Attributes
+    Parameters
     ----------
     value : float
         The estimate returned without ``return_details`` (after ``root``).
     bandwidth : float or ndarray of shape (n_classes,)
         Bandwidth used; one per class for ``multi_class="classwise"``.
-    effective_sample_size_median, effective_sample_size_min : float or ndarray
-        Median and minimum over samples (of positive weight) of the
-        effective number of neighbours ``1 / sum_i W_ji^2`` of the
-        leave-one-out kernel weights; one per class for ``"classwise"``.
-        A minimum near 1 means some estimates rest on a single neighbour.
+    effective_sample_size_median : float or ndarray of shape (n_classes,)
+        Median over samples (of positive weight) of the effective number of
+        neighbours ``1 / sum_i W_ji^2`` of the leave-one-out kernel weights;
+        one per class for ``"classwise"``.
+    effective_sample_size_min : float or ndarray of shape (n_classes,)
+        Minimum over samples of the same; a minimum near 1 means some
+        estimates rest on a single neighbour.
     per_sample : ndarray of shape (n_samples,)
         Terms whose weighted mean is the ``p``-th power estimate (before
         ``root``); averaged over classes for ``"classwise"``. NaN for the
@@ -246,7 +254,10 @@ class KDECalibrationResult:
         every sample is evaluated. It does not include the statistical error
         of the full-sample estimate itself.
     p : float
+        Order of the error.
     debiased : bool
+        Whether the estimate was debiased (``debias`` after ``"auto"`` is
+        resolved).
     multi_class : str
         ``"binary"`` for binary input, else the reduction used.
 
@@ -300,7 +311,7 @@ def _n_per_class(per_class):
 class SmoothECEResult:
     """Details of a :func:`smooth_ece` evaluation.
 
-    Attributes
+    Parameters
     ----------
     value : float
         The SmoothECE returned without ``return_details``.
@@ -313,10 +324,10 @@ class SmoothECEResult:
         ``"binary"`` for binary input, else the reduction used.
     n_samples : int
         Number of rows.
-    class_values : ndarray of shape (n_classes,) or None
+    class_values : ndarray of shape (n_classes,) or None, default=None
         The one-vs-rest SmoothECE of each class (``"classwise"``), whose mean
         is ``value``.
-    classes : ndarray of shape (n_classes,) or None
+    classes : ndarray of shape (n_classes,) or None, default=None
         The class of each entry of ``class_values`` and ``sigma``.
 
     Examples
@@ -358,20 +369,20 @@ class SmoothECEResult:
 
 @dataclass(frozen=True)
 class BinnedCalibrationResult:
-    """Details of a :func:`binned_calibration_error` evaluation: the value and
-    its bin table.
+    """Details of a :func:`binned_calibration_error` evaluation.
 
-    The table lists the non-empty bins only. For ``multi_class="classwise"``
-    on multiclass input each table attribute is a tuple with one array per
-    class (in the order of ``classes``).
+    The value and its bin table. The table lists the non-empty bins only.
+    For ``multi_class="classwise"`` on multiclass input each table attribute
+    is a tuple with one array per class (in the order of ``classes``).
 
-    Attributes
+    Parameters
     ----------
     value : float
         The error returned without ``return_details`` (after ``root``).
     norm : str
         ``"l1"``, ``"l2"`` or ``"max"``.
     debias : bool
+        Whether the debiased estimate was used (``norm="l2"``).
     root : bool
         Whether the square root was taken (``norm="l2"``; True for the other
         norms, which have no square).
@@ -387,13 +398,19 @@ class BinnedCalibrationResult:
         Bin edges.
     bin : ndarray of int
         Index of each non-empty bin.
-    weight, count, mean_label, mean_score : ndarray
-        Total weight, number of rows, weighted mean label and weighted mean
-        score of each non-empty bin.
-    class_values : ndarray of shape (n_classes,) or None
+    weight : ndarray
+        Total weight of each non-empty bin.
+    count : ndarray
+        Number of rows of each non-empty bin.
+    mean_label : ndarray
+        Weighted mean label of each non-empty bin.
+    mean_score : ndarray
+        Weighted mean score of each non-empty bin.
+    class_values : ndarray of shape (n_classes,) or None, default=None
         The one-vs-rest error of each class (``"classwise"``), whose mean is
         ``value``.
-    classes : ndarray of shape (n_classes,) or None
+    classes : ndarray of shape (n_classes,) or None, default=None
+        The class of each entry of ``class_values`` and of the tables.
 
     Examples
     --------
@@ -427,8 +444,28 @@ class BinnedCalibrationResult:
 
     @classmethod
     def from_tables(cls, value, tables, class_values, classes, **options):
-        """The result of bin tables (``skcalib._backend.binning``): one per
-        class when ``class_values`` is given, else one (internal)."""
+        """Build the result from bin tables (internal).
+
+        Parameters
+        ----------
+        value : float
+            The error.
+        tables : sequence of bin tables
+            The tables of ``skcalib._backend.binning``: one per class when
+            ``class_values`` is given, else one.
+        class_values : array-like of shape (n_classes,) or None
+            The one-vs-rest error of each class, or None.
+        classes : ndarray of shape (n_classes,) or None
+            The class of each table, or None.
+        **options : dict
+            The remaining fields: ``norm``, ``debias``, ``root``,
+            ``strategy``, ``n_bins``, ``multi_class`` and ``n_samples``.
+
+        Returns
+        -------
+        BinnedCalibrationResult
+            The result record.
+        """
 
         def column(name):
             cols = tuple(getattr(t, name) for t in tables)
@@ -479,7 +516,7 @@ class GroupedCalibrationResult:
     Every metric of :mod:`skcalib.metrics` is a loss, so the worst group is
     the one of the largest value.
 
-    Attributes
+    Parameters
     ----------
     metric : str
         Name of the metric function.
@@ -493,14 +530,18 @@ class GroupedCalibrationResult:
         Number of rows of each group.
     weights : ndarray of shape (n_groups,)
         Total ``sample_weight`` of each group (``counts`` without weights).
-    details : tuple or None
+    details : tuple or None, default=None
         With ``return_details=True``, each group's result object (e.g.
         :class:`SmoothECEResult`), in the order of ``groups``.
+
+    Attributes
+    ----------
     worst_group : object
         The group of the largest value (the first such in sorted order).
     worst_value : float
         Its value, ``values.max()``.
     n_groups : int
+        Number of groups.
 
     Examples
     --------
@@ -536,15 +577,18 @@ class GroupedCalibrationResult:
 
     @property
     def n_groups(self):
+        """Number of groups."""
         return int(self.groups.shape[0])
 
     @property
     def worst_group(self):
+        """The group of the largest value (the first such in sorted order)."""
         worst = self.groups[int(np.argmax(self.values))]
         return worst.item() if isinstance(worst, np.generic) else worst
 
     @property
     def worst_value(self):
+        """The largest value, ``values.max()``."""
         return float(np.max(self.values))
 
     @validate_params()
@@ -559,7 +603,7 @@ class GroupedCalibrationResult:
 
         Returns
         -------
-        table : DataFrame or dict of ndarray
+        DataFrame or dict of ndarray
             Columns ``group``, ``value``, ``count`` and ``weight``, in sorted
             group order.
         """

@@ -115,7 +115,8 @@ class CalibrationScorer:
 
         Returns
         -------
-        self : CalibrationScorer
+        CalibrationScorer
+            The scorer, with the requests recorded.
         """
         request = self.get_metadata_routing()
         for param, alias in kwargs.items():
@@ -124,7 +125,16 @@ class CalibrationScorer:
         return self
 
     def get_metadata_routing(self):
-        """Metadata routing of this scorer (see sklearn's metadata routing guide)."""
+        """Get the metadata routing of this scorer.
+
+        See scikit-learn's metadata routing user guide.
+
+        Returns
+        -------
+        sklearn.utils.metadata_routing.MetadataRequest
+            The metadata this scorer requests; ``sample_weight`` is known but
+            not requested until :meth:`set_score_request` asks for it.
+        """
         request = getattr(self, "_metadata_request", None)
         if request is None:
             from sklearn.utils.metadata_routing import MetadataRequest
