@@ -101,7 +101,9 @@ def recalibration_gain(y, proba, sample_weight, *, binary, random_state=0):
         rec = KernelRecalibrator().fit(proba[train], y[train], sample_weight=fit_w)
         Q = rec.transform(proba[test])
         if binary:
-            Q = np.column_stack([1.0 - Q[:, 0], Q[:, 0]])
+            # transform of 1-D scores is 1-D (as IsotonicRegression's).
+            q = np.reshape(Q, -1)
+            Q = np.column_stack([1.0 - q, q])
         after[test] = _clipped_log_loss(y[test], Q, None if w is None else w[test])
     total = float(rows.shape[0] if w is None else w.sum())
     d = (before - after) * (rows.shape[0] / total)
