@@ -565,16 +565,7 @@ def _run_report(args, progress):
                 **options,
             )
         else:
-            builder = ReportBuilder(
-                pred.classes,
-                pred.n_columns,
-                weighted=pred.weight_col is not None,
-                pos_label=pos_label,
-                labels=pred.labels,
-                perturbation_scale=args.perturbation_scale,
-                describe=f"{pred.path} ({pred.describe()})",
-                **options,
-            )
+            builder = _builder(args, pred, pred.models[0], pos_label, options)
             saver = None
             if args.save_state is not None:
                 from ._state import StateSaver
@@ -601,18 +592,8 @@ def _run_report(args, progress):
         report["input"] = info
         report["seed"] = args.seed
 
-        figure = None if args.no_plot else out.path / f"reliability.{args.format}"
-        if figure is not None:
-            progress.start(f"drawing {figure}")
-            out.stage(
-                figure.name,
-                lambda fh: plot_reliability(
-                    display, fh, title=plot_title, fmt=args.format
-                ),
-            )
-            progress.done()
+        figure = _stage_figure(args, out, progress, display, plot_title)
     report["answers"] = answers(report)
-    table = format_table(report)
     return _write_report(
         args,
         out,
@@ -621,28 +602,46 @@ def _run_report(args, progress):
         caught=caught,
         figure=figure,
         title=f"skcalib report: {source}",
-        summary=table.splitlines()[0],
-        table=table,
-        html_table="\n".join(table.splitlines()[2:]),
+        table=format_table(report),
         shown=report["answers"],
     )
+
+
+def _builder(args, pred, model, pos_label, options):
+    """The ReportBuilder of ``model``'s columns in ``pred``."""
+    return ReportBuilder(
+        pred.classes,
+        model.n_columns,
+        weighted=pred.weight_col is not None,
+        pos_label=pos_label,
+        labels=model.labels,
+        perturbation_scale=args.perturbation_scale,
+        describe=f"{pred.path} ({pred.describe(model)})",
+        **options,
+    )
+
+
+def _stage_figure(args, out, progress, display, title, names=None):
+    """Stage the reliability diagram (None with --no-plot); its path."""
+    if args.no_plot:
+        return None
+    figure = out.path / f"reliability.{args.format}"
+    progress.start(f"drawing {figure}")
+    out.stage(
+        figure.name,
+        lambda fh: plot_reliability(
+            display, fh, title=title, fmt=args.format, names=names
+        ),
+    )
+    progress.done()
+    return figure
 
 
 def _report_models(args, pred, pos_label, options, out, progress):
     """The report of several models read in one pass: a report per model
     under its name, one table with a column per model, one figure."""
     builders = {
-        m.name: ReportBuilder(
-            pred.classes,
-            m.n_columns,
-            weighted=pred.weight_col is not None,
-            pos_label=pos_label,
-            labels=m.labels,
-            perturbation_scale=args.perturbation_scale,
-            describe=f"{pred.path} ({pred.describe(m)})",
-            **options,
-        )
-        for m in pred.models
+        m.name: _builder(args, pred, m, pos_label, options) for m in pred.models
     }
     names = list(builders)
     with warnings.catch_warnings(record=True) as caught:
@@ -662,20 +661,9 @@ def _report_models(args, pred, pos_label, options, out, progress):
             reports[name] = report
             if not args.no_plot:
                 displays.append(builder.display(curve))
-        figure = None if args.no_plot else out.path / f"reliability.{args.format}"
-        if figure is not None:
-            progress.start(f"drawing {figure}")
-            out.stage(
-                figure.name,
-                lambda fh: plot_reliability(
-                    displays,
-                    fh,
-                    title=Path(args.file).name,
-                    fmt=args.format,
-                    names=names,
-                ),
-            )
-            progress.done()
+        figure = _stage_figure(
+            args, out, progress, displays, Path(args.file).name, names
+        )
     comparison = compare_models(reports)
     report = {
         "models": reports,
@@ -694,7 +682,6 @@ def _report_models(args, pred, pos_label, options, out, progress):
         for name, r in reports.items()
         for a in r["answers"]
     ]
-    table = format_comparison_table(reports)
     return _write_report(
         args,
         out,
@@ -703,9 +690,7 @@ def _report_models(args, pred, pos_label, options, out, progress):
         caught=caught,
         figure=figure,
         title=f"skcalib report: {args.file} ({len(names)} models)",
-        summary=table.splitlines()[0],
-        table=table,
-        html_table="\n".join(table.splitlines()[2:]),
+        table=format_comparison_table(reports),
         shown=shown,
     )
 
@@ -719,9 +704,7 @@ def _write_report(
     caught,
     figure,
     title,
-    summary,
     table,
-    html_table,
     shown,
 ):
     """Write report.json and report.html beside the staged figure, and print
@@ -744,10 +727,10 @@ def _write_report(
     out.stage("report.json", lambda fh: fh.write((text + "\n").encode("utf-8")))
     page = render_html(
         title=title,
-        summary=summary,
+        summary=table.splitlines()[0],
         answers=shown,
         legend=LEGEND,
-        table=html_table,
+        table="\n".join(table.splitlines()[2:]),
         figure_name=None if figure is None else figure.name,
     )
     out.stage("report.html", lambda fh: fh.write(page.encode("utf-8")))
