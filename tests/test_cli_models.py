@@ -114,6 +114,12 @@ def test_table_and_comparison_name_the_models(tmp_path, capsys):
     )
     header = next(ln for ln in stdout.splitlines() if ln.strip().startswith("measure"))
     assert header.split() == ["measure", "b", "a"]
+    # Every cell fits its column (a p-value of 1e-105 included).
+    lines = stdout.splitlines()
+    start = lines.index(header)
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
+    table = [ln for ln in lines[start:end] if not ln.strip().startswith("(")]
+    assert len({len(ln) for ln in table}) == 1, "\n".join(table)
     for row in ("smooth ECE", "binned ECE", "ECE-KDE", "Brier score", "log-loss"):
         _table_row(stdout, row)
     # The labels are drawn from a: it is the calibrated model.

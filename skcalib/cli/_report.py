@@ -1017,7 +1017,7 @@ def format_comparison_table(reports):
             cells = [_fmt(r["calibration_summary"][key], 3) for r in reports.values()]
             rows.append((key, cells))
     width = max(len(label) for label, _ in rows)
-    cell = max(8, *(len(n) for n in names))
+    cell = max(8, *map(len, names), *(len(c) for _, cells in rows for c in cells))
     lines = [_describe(first), ""]
     lines.append(
         f"  {'measure'.ljust(width)}" + "".join(f"   {n:>{cell}}" for n in names)
