@@ -29,7 +29,7 @@ import numpy as np
 
 from .._backend.progress import Progress
 from .._params import MAX_BOOTSTRAP
-from ._answers import LEGEND, answers, format_answers
+from ._answers import LEGEND, answers, compare_models, format_answers
 from ._html import render_html
 from ._progress import StepProgress
 from ._read import (
@@ -55,6 +55,7 @@ from ._report import (
     ReportBuilder,
     _jsonable,
     compute_report,
+    format_comparison_table,
     format_table,
     plot_reliability,
 )
@@ -230,6 +231,8 @@ def build_parser():
             "  skcalib report\n"
             "  skcalib report preds.csv --y-true label --y-proba score --out report/\n"
             "  skcalib report preds.csv --y-true label --y-proba p_a p_b p_c\n"
+            "  skcalib report preds.csv --y-true label --y-proba lr,gbm,nb\n"
+            "  skcalib report preds.csv --y-true label --compare\n"
             "  skcalib report preds.npz --bootstrap 500 --bound nw "
             "--perturbation-scale 0.015625"
         ),
@@ -255,7 +258,18 @@ def build_parser():
         nargs="+",
         help=(
             "probability column(s): one for the positive class, or one per class "
-            "(default: y_proba/proba/score, else every other column)"
+            "(default: y_proba/proba/score, else every other column); "
+            "comma-separated names are several models compared in one report "
+            "(a,b,c: three binary models; a1,b1 a2,b2: two models of two columns)"
+        ),
+    )
+    rep.add_argument(
+        "--compare",
+        action="store_true",
+        help=(
+            "compare several binary models: every numeric column but the label "
+            "and weight columns holds one model's probability of the positive "
+            "class (or list them: --y-proba a,b,c)"
         ),
     )
     rep.add_argument(
@@ -406,6 +420,27 @@ def _file_argument(args):
         args.file, args.y_proba = last, args.y_proba[:-1]
 
 
+def _models_argument(args):
+    """The models of ``--y-proba a,b,c`` (one list of columns per model), or
+    None for one model. Value i names column i of every model: ``a1,b1
+    a2,b2`` are models ``[a1, a2]`` and ``[b1, b2]``."""
+    if args.compare and args.y_proba:
+        raise InputError(
+            "--compare takes every numeric column as a model; to choose the "
+            "models, pass --y-proba a,b,c without --compare."
+        )
+    if not args.y_proba or not any("," in v for v in args.y_proba):
+        return None
+    parts = [v.split(",") for v in args.y_proba]
+    if len({len(p) for p in parts}) > 1 or not all(all(p) for p in parts):
+        raise InputError(
+            f"--y-proba {' '.join(args.y_proba)}: every value needs one non-empty "
+            "name per model, separated by commas (a,b,c: three binary models; "
+            "a1,b1 a2,b2: two models with a column per class)."
+        )
+    return [list(cols) for cols in zip(*parts, strict=True)]
+
+
 def _one_probability_column(source):
     """Whether the scores are one column (an array, or an opened file)."""
     if isinstance(source, np.ndarray):
@@ -450,8 +485,10 @@ def _run_report(args, progress):
         n_jobs=args.n_jobs,
     )
     if args.file is None:
-        if args.y_true or args.y_proba or args.sample_weight:
-            raise InputError("--y-true, --y-proba and --sample-weight need a FILE.")
+        if args.y_true or args.y_proba or args.sample_weight or args.compare:
+            raise InputError(
+                "--y-true, --y-proba, --sample-weight and --compare need a FILE."
+            )
         scale = args.perturbation_scale
         if args.bound == "nw" and scale is None:
             scale = 2.0**-6
@@ -464,16 +501,24 @@ def _run_report(args, progress):
         args.perturbation_scale = scale
         plot_title = "demo: " + source.split(" (")[0]
     else:
+        models = _models_argument(args)
         progress.start(f"reading the labels of {args.file}")
         pred = open_predictions(
             args.file,
             y_true=args.y_true,
-            y_proba=args.y_proba,
+            y_proba=None if models else args.y_proba,
             sample_weight=args.sample_weight,
+            models=models,
+            compare=args.compare,
             max_rows=args.max_rows,
             max_bytes=args.max_bytes,
         )
         progress.done()
+        if len(pred.models) > 1 and args.save_state is not None:
+            raise InputError(
+                "--save-state keeps the state of one model; with several models "
+                "run one report per model."
+            )
         # The distinct labels of the file: --pos-label must be one of them.
         y_true = pred.classes
         source = args.file
@@ -505,6 +550,8 @@ def _run_report(args, progress):
             ) from None
 
     out.create()
+    if args.file is not None and len(pred.models) > 1:
+        return _report_models(args, pred, pos_label, options, out, progress)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.file is None:
@@ -518,16 +565,7 @@ def _run_report(args, progress):
                 **options,
             )
         else:
-            builder = ReportBuilder(
-                pred.classes,
-                pred.n_columns,
-                weighted=pred.weight_col is not None,
-                pos_label=pos_label,
-                labels=pred.labels,
-                perturbation_scale=args.perturbation_scale,
-                describe=f"{pred.path} ({pred.describe()})",
-                **options,
-            )
+            builder = _builder(args, pred, pred.models[0], pos_label, options)
             saver = None
             if args.save_state is not None:
                 from ._state import StateSaver
@@ -554,16 +592,123 @@ def _run_report(args, progress):
         report["input"] = info
         report["seed"] = args.seed
 
-        figure = None if args.no_plot else out.path / f"reliability.{args.format}"
-        if figure is not None:
-            progress.start(f"drawing {figure}")
-            out.stage(
-                figure.name,
-                lambda fh: plot_reliability(
-                    display, fh, title=plot_title, fmt=args.format
-                ),
-            )
-            progress.done()
+        figure = _stage_figure(args, out, progress, display, plot_title)
+    report["answers"] = answers(report)
+    return _write_report(
+        args,
+        out,
+        report,
+        progress,
+        caught=caught,
+        figure=figure,
+        title=f"skcalib report: {source}",
+        table=format_table(report),
+        shown=report["answers"],
+    )
+
+
+def _builder(args, pred, model, pos_label, options):
+    """The ReportBuilder of ``model``'s columns in ``pred``."""
+    return ReportBuilder(
+        pred.classes,
+        model.n_columns,
+        weighted=pred.weight_col is not None,
+        pos_label=pos_label,
+        labels=model.labels,
+        perturbation_scale=args.perturbation_scale,
+        describe=f"{pred.path} ({pred.describe(model)})",
+        **options,
+    )
+
+
+def _stage_figure(args, out, progress, display, title, names=None):
+    """Stage the reliability diagram (None with --no-plot); its path."""
+    if args.no_plot:
+        return None
+    figure = out.path / f"reliability.{args.format}"
+    progress.start(f"drawing {figure}")
+    out.stage(
+        figure.name,
+        lambda fh: plot_reliability(
+            display, fh, title=title, fmt=args.format, names=names
+        ),
+    )
+    progress.done()
+    return figure
+
+
+def _report_models(args, pred, pos_label, options, out, progress):
+    """The report of several models read in one pass: a report per model
+    under its name, one table with a column per model, one figure."""
+    builders = {
+        m.name: _builder(args, pred, m, pos_label, options) for m in pred.models
+    }
+    names = list(builders)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        progress.start(f"reading {args.file} ({len(names)} models)")
+        with Progress("rows", pred.n_rows) as rows:
+            for codes, probas, weight in pred.model_chunks():
+                for builder, proba in zip(builders.values(), probas, strict=True):
+                    builder.add(codes, proba, weight)
+                rows.advance(codes.shape[0])
+        progress.done()
+        reports, displays = {}, []
+        for name, builder in builders.items():
+            progress.note(f"model {name}:")
+            report, curve = builder.finish(progress)
+            report["answers"] = answers(report)
+            reports[name] = report
+            if not args.no_plot:
+                displays.append(builder.display(curve))
+        figure = _stage_figure(
+            args, out, progress, displays, Path(args.file).name, names
+        )
+    comparison = compare_models(reports)
+    report = {
+        "models": reports,
+        "answers": [comparison],
+        "input": pred.info(),
+        "seed": args.seed,
+    }
+    # Each question's reading is said once, under the first model.
+    shown = [comparison] + [
+        {
+            **a,
+            "question": f"{name}: {a['question']}",
+            "key": f"{name}-{a['key']}",
+            "how_to_read": a["how_to_read"] if name == names[0] else "",
+        }
+        for name, r in reports.items()
+        for a in r["answers"]
+    ]
+    return _write_report(
+        args,
+        out,
+        report,
+        progress,
+        caught=caught,
+        figure=figure,
+        title=f"skcalib report: {args.file} ({len(names)} models)",
+        table=format_comparison_table(reports),
+        shown=shown,
+    )
+
+
+def _write_report(
+    args,
+    out,
+    report,
+    progress,
+    *,
+    caught,
+    figure,
+    title,
+    table,
+    shown,
+):
+    """Write report.json and report.html beside the staged figure, and print
+    the table and the answers ``shown``."""
     for w in caught:
         progress.note(f"warning: {_one_line(str(w.message))}")
 
@@ -578,15 +723,12 @@ def _run_report(args, progress):
         report["outputs"]["reliability_png"] = None
         report["outputs"][f"reliability_{args.format}"] = str(figure)
     report["outputs"]["report_html"] = str(out.path / "report.html")
-    report["answers"] = answers(report)
     text = json.dumps(_json_ready(report), indent=2, allow_nan=False)
     out.stage("report.json", lambda fh: fh.write((text + "\n").encode("utf-8")))
-    title = f"skcalib report: {source}"
-    table = format_table(report)
     page = render_html(
         title=title,
         summary=table.splitlines()[0],
-        answers=report["answers"],
+        answers=shown,
         legend=LEGEND,
         table="\n".join(table.splitlines()[2:]),
         figure_name=None if figure is None else figure.name,
@@ -595,7 +737,7 @@ def _run_report(args, progress):
     out.commit(OUTPUT_NAMES)
     print(title)
     print(table)
-    print("\n" + "\n".join(format_answers(report["answers"])))
+    print("\n" + "\n".join(format_answers(shown)))
     written = [
         str(p)
         for p in (figure, out.path / "report.json", out.path / "report.html")

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LEGEND", "answers", "format_answers", "recalibration_gain"]
+__all__ = [
+    "LEGEND",
+    "answers",
+    "compare_models",
+    "format_answers",
+    "recalibration_gain",
+]
 
 # Rows the cross-fitted recalibration uses at most (a uniform subsample).
 GAIN_MAX_ROWS = 20_000
@@ -29,6 +35,7 @@ SECTIONS = {
     ),
     "certified": ("Certified bounds", "user_guide/certified.html"),
     "what_to_do": ("Recalibration", "user_guide/recalibration.html"),
+    "compare": ("Several models", "user_guide/cli.html#several-models"),
 }
 
 LEGEND = [
@@ -101,7 +108,9 @@ def recalibration_gain(y, proba, sample_weight, *, binary, random_state=0):
         rec = KernelRecalibrator().fit(proba[train], y[train], sample_weight=fit_w)
         Q = rec.transform(proba[test])
         if binary:
-            Q = np.column_stack([1.0 - Q[:, 0], Q[:, 0]])
+            # transform of 1-D scores is 1-D (as IsotonicRegression's).
+            q = np.reshape(Q, -1)
+            Q = np.column_stack([1.0 - q, q])
         after[test] = _clipped_log_loss(y[test], Q, None if w is None else w[test])
     total = float(rows.shape[0] if w is None else w.sum())
     d = (before - after) * (rows.shape[0] / total)
@@ -125,6 +134,7 @@ def _answer(key, verdict, how_to_read):
             "direction": "In which direction?",
             "certified": "Is the gap certified?",
             "what_to_do": "What to do?",
+            "compare": "Which model?",
         }[key],
         "key": key,
         "verdict": verdict,
@@ -294,7 +304,43 @@ def answers(report):
     return [a for a in found if a is not None]
 
 
-def format_answers(found):
+def compare_models(reports):
+    """One answer ranking the models of ``reports`` (a dict name -> report)
+    by smooth ECE, with the log-loss beside it: a constant score at the base
+    rate is calibrated, so the lowest error alone does not pick a model."""
+    sm = {k: r["metrics"]["smooth_ece"] for k, r in reports.items()}
+    ranked = sorted(sm, key=lambda k: sm[k]["value"])
+    best = ranked[0]
+
+    def shown(k):
+        txt = f"{k} {sm[k]['value']:.4f}"
+        ci = sm[k].get("ci")
+        if ci is not None:
+            level = int(round(100 * sm[k]["confidence_level"]))
+            txt += f" ({level}% CI [{ci[0]:.4f}, {ci[1]:.4f}])"
+        return txt
+
+    verdict = (
+        f"Model {best} has the lowest smooth ECE ({', '.join(map(shown, ranked))})"
+    )
+    cis = [sm[k].get("ci") for k in ranked]
+    if all(ci is not None for ci in cis):
+        if cis[0][1] >= cis[1][0]:
+            verdict += (
+                f"; the intervals of {best} and {ranked[1]} overlap, so the data "
+                "may not tell them apart"
+            )
+    loss = {k: r["metrics"]["log_loss"]["value"] for k, r in reports.items()}
+    lowest = min(loss, key=lambda k: (loss[k] is None, loss[k]))
+    verdict += f". Lowest log-loss: {lowest} ({loss[lowest]:.4f})."
+    read = (
+        "The smooth ECE measures calibration alone; the log-loss also rewards "
+        "discrimination. Intervals are per model, not of the differences."
+    )
+    return _answer("compare", verdict, read)
+
+
+def format_answers(found, *, legend=True):
     """Terminal lines of :func:`answers`, then the legend."""
     from textwrap import wrap
 
@@ -314,6 +360,8 @@ def format_answers(found):
                 subsequent_indent="      ",
             )
         lines.append(f"      (user guide: {a['section']})")
+    if not legend:
+        return lines
     lines.append("")
     lines.append("  legend:")
     for name, text in LEGEND:

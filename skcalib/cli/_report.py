@@ -875,45 +875,10 @@ def _fmt(x, digits=4):
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def format_table(report, *, title=None):
-    """The metrics table printed by ``skcalib report``.
-
-    Parameters
-    ----------
-    report : dict
-        The first output of :func:`compute_report`.
-    title : str, default=None
-        A first line.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skcalib.cli import compute_report, format_table
-    >>> rng = np.random.default_rng(0)
-    >>> p = rng.uniform(size=400)
-    >>> y = rng.uniform(size=400) < p
-    >>> report, _ = compute_report(y, p, n_bootstrap=0, kde_max_samples=200)
-    >>> "smooth ECE" in format_table(report, title="demo")
-    True
-    """
+def _table_rows(report):
+    """``(measure, value, note)`` of each row of the table of ``report``."""
     m = report["metrics"]
-    lines = []
-    if title:
-        lines.append(title)
     kind = report["kind"]
-    if kind == "binary":
-        desc = f"binary, positive label {report['pos_label']!r}"
-    else:
-        desc = f"{report['n_classes']} classes"
-    lines.append(
-        f"{report['n_samples']} samples, {desc}"
-        + (", weighted" if report["weighted"] else "")
-    )
-    lines.append("")
     tl = "" if kind == "binary" else f", {report['multi_class']}"
     rows = []
     sm = m["smooth_ece"]
@@ -945,13 +910,59 @@ def format_table(report, *, title=None):
         # The bound's own estimate is of a surrogate of the error (another
         # number than the estimates above): the JSON keeps it, the table not.
         rows.append((label, b["upper"], f"holds w.p. {conf:g}%"))
+    return rows
+
+
+def format_table(report, *, title=None):
+    """The metrics table printed by ``skcalib report``.
+
+    Parameters
+    ----------
+    report : dict
+        The first output of :func:`compute_report`.
+    title : str, default=None
+        A first line.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalib.cli import compute_report, format_table
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(size=400)
+    >>> y = rng.uniform(size=400) < p
+    >>> report, _ = compute_report(y, p, n_bootstrap=0, kde_max_samples=200)
+    >>> "smooth ECE" in format_table(report, title="demo")
+    True
+    """
+    lines = [title] if title else []
+    lines += [_describe(report), ""]
+    rows = _table_rows(report)
     width = max(len(r[0]) for r in rows)
     lines.append(f"  {'measure'.ljust(width)}   {'value':>8}")
     lines.append(f"  {'-' * width}   {'-' * 8}")
     for name, value, extra in rows:
         lines.append(f"  {name.ljust(width)}   {_fmt(value):>8}   {extra}".rstrip())
     lines.extend(_format_checks(report))
-    if kind != "binary":
+    lines.extend(_table_notes(report))
+    return "\n".join(lines)
+
+
+def _describe(report):
+    if report["kind"] == "binary":
+        desc = f"binary, positive label {report['pos_label']!r}"
+    else:
+        desc = f"{report['n_classes']} classes"
+    weighted = ", weighted" if report["weighted"] else ""
+    return f"{report['n_samples']} samples, {desc}{weighted}"
+
+
+def _table_notes(report):
+    lines = []
+    if report["kind"] != "binary":
         lines.append("")
         lines.append(
             "  top-label: confidence of the predicted class vs. its correctness; "
@@ -959,34 +970,95 @@ def format_table(report, *, title=None):
         )
     sub = report.get("subsample")
     if sub:
+        bound = (
+            " and the bound" if "calibration_error_bound" in report["metrics"] else ""
+        )
         lines.append("")
         lines.append(
             "note: the smooth ECE interval and the figure's band, the "
-            "quantile-bin ECE, ECE-KDE"
-            + (" and the bound" if "calibration_error_bound" in m else "")
-            + f" use a uniform random subsample of {sub['n_samples']} of the "
-            f"{report['n_samples']} rows; the other numbers use every row."
+            f"quantile-bin ECE, ECE-KDE{bound} use a uniform random subsample "
+            f"of {sub['n_samples']} of the {report['n_samples']} rows; the other "
+            "numbers use every row."
         )
+    return lines
+
+
+def format_comparison_table(reports):
+    """The table of several models: a row per measure, a column per model.
+
+    ``reports`` maps each model's name to its report (of the same rows).
+    """
+    names = list(reports)
+    first = reports[names[0]]
+    tl = "" if first["kind"] == "binary" else f", {first['multi_class']}"
+    per_model = [_table_rows(r) for r in reports.values()]
+    rows = []
+    for i, (label, _, _) in enumerate(per_model[0]):
+        if i == 0:
+            label = f"smooth ECE{tl}"
+        rows.append((label, [_fmt(m[i][1]) for m in per_model]))
+        if i == 0:
+            sms = [r["metrics"]["smooth_ece"] for r in reports.values()]
+            if all(sm["ci"] is not None for sm in sms):
+                level = int(round(100 * sms[0]["confidence_level"]))
+                for j, end in enumerate(("low", "high")):
+                    cells = [_fmt(sm["ci"][j]) for sm in sms]
+                    rows.append((f"  {level}% CI {end}", cells))
+            rows.append(("  sigma*", [_fmt(sm["sigma"], 3) for sm in sms]))
+    if "calibration_tests" in first:
+        for method, t in first["calibration_tests"].items():
+            if isinstance(t, dict):
+                cells = [
+                    f"{r['calibration_tests'][method]['pvalue']:.3g}"
+                    for r in reports.values()
+                ]
+                rows.append((f"{method} p-value", cells))
+        for key in ("slope", "intercept"):
+            cells = [_fmt(r["calibration_summary"][key], 3) for r in reports.values()]
+            rows.append((key, cells))
+    width = max(len(label) for label, _ in rows)
+    cell = max(8, *map(len, names), *(len(c) for _, cells in rows for c in cells))
+    lines = [_describe(first), ""]
+    lines.append(
+        f"  {'measure'.ljust(width)}" + "".join(f"   {n:>{cell}}" for n in names)
+    )
+    lines.append(f"  {'-' * width}" + f"   {'-' * cell}" * len(names))
+    for label, cells in rows:
+        lines.append(
+            f"  {label.ljust(width)}" + "".join(f"   {c:>{cell}}" for c in cells)
+        )
+    if "calibration_tests" in first:
+        lines.append("  (a p-value is evidence against calibration, not its size)")
+    lines.extend(_table_notes(first))
     return "\n".join(lines)
 
 
-def plot_reliability(display, fh, *, title=None, fmt="png"):
+def plot_reliability(display, fh, *, title=None, fmt="png", names=None):
     """Save the smooth reliability diagram of ``display`` to ``fh``.
 
     ``display`` is the unplotted :class:`~skcalib.display.SmoothReliabilityDisplay`
-    of :meth:`ReportBuilder.display`: the figure is the Python display's, with
-    a density panel. It is a bare :class:`matplotlib.figure.Figure` (no
-    pyplot), so the command changes no global matplotlib state and needs no
-    display.
+    of :meth:`ReportBuilder.display`, or a list of them (one per model, named
+    by ``names`` in the legend, drawn on the same axes): the figure is the
+    Python display's, with a density panel. It is a bare
+    :class:`matplotlib.figure.Figure` (no pyplot), so the command changes no
+    global matplotlib state and needs no display.
     """
     from matplotlib.figure import Figure
 
+    displays = display if isinstance(display, list) else [display]
+    display = displays[0]
     k = len(display.scores) if isinstance(display.scores, list) else 1
     fig = Figure(figsize=(6.0 if k == 1 else 3.2 * k, 7.0), layout="constrained")
     axes = fig.subplots(2, k, sharex=True, height_ratios=[4, 1], squeeze=False)
     ax = axes[0, 0] if k == 1 else axes[0, :]
     dax = axes[1, 0] if k == 1 else axes[1, :]
-    display.plot(ax=ax, density_panel=dax)
+    for i, d in enumerate(displays):
+        kw = (
+            {}
+            if names is None
+            else {"name": names[i], "curve_kwargs": {"color": f"C{i}"}}
+        )
+        d.plot(ax=ax, density_panel=dax, **kw)
     # The diagram is drawn with equal aspect on its score range (narrower than
     # [0, 1] for top-label): a density panel a quarter as high, of the box
     # aspect that keeps it as wide as the diagram, stays aligned with it.
