@@ -668,6 +668,43 @@ class ReliabilityDisplayBase:
         )
 
     @classmethod
+    def _from_records(
+        cls,
+        curves,
+        y_true,
+        y_proba,
+        groups,
+        *,
+        sample_weight,
+        pos_label,
+        labels,
+        name,
+        curve_kwargs,
+        **init,
+    ):
+        """The unplotted display of ``from_predictions`` and its curves'
+        styles: the curves of all rows, or of each group's rows."""
+        if groups is None:
+            records, shown, pos_label, score_range = curves(
+                y_true, y_proba, sample_weight, pos_label, labels
+            )
+            display = cls._assemble(
+                records, shown, pos_label, name, score_range, **init
+            )
+            return display, curve_kwargs
+        return cls._from_groups(
+            y_true,
+            y_proba,
+            groups,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+            curves=curves,
+            curve_kwargs=curve_kwargs,
+            **init,
+        )
+
+    @classmethod
     def _from_groups(
         cls,
         y_true,

@@ -959,25 +959,18 @@ class SmoothReliabilityDisplay(ReliabilityDisplayBase):
                 n_consistency=n_consistency,
             )
 
-        if groups is None:
-            records, shown, pos_label, score_range = curves(
-                y_true, y_proba, sample_weight, pos_label, labels
-            )
-            display = cls._assemble(
-                records, shown, pos_label, name, score_range, metric=metric
-            )
-        else:
-            display, curve_kwargs = cls._from_groups(
-                y_true,
-                y_proba,
-                groups,
-                sample_weight=sample_weight,
-                pos_label=pos_label,
-                labels=labels,
-                curves=curves,
-                curve_kwargs=curve_kwargs,
-                metric=metric,
-            )
+        display, curve_kwargs = cls._from_records(
+            curves,
+            y_true,
+            y_proba,
+            groups,
+            sample_weight=sample_weight,
+            pos_label=pos_label,
+            labels=labels,
+            name=name,
+            curve_kwargs=curve_kwargs,
+            metric=metric,
+        )
         return display.plot(
             ax,
             curve_kwargs=curve_kwargs,
