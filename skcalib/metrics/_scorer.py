@@ -322,7 +322,7 @@ def _unknown_name(scoring):
     )
     hint = f" Did you mean {close[0]!r}?" if close else ""
     return ValueError(
-        f"{scoring!r} is not a scorer name.{hint} skcalib's scorers are "
+        f"scoring={scoring!r} is not a scorer name.{hint} skcalib's scorers are "
         f"{', '.join(map(repr, ours))}; every name of "
         "sklearn.metrics.get_scorer_names() (e.g. 'neg_log_loss', 'roc_auc') is "
         "accepted too."
