@@ -21,6 +21,14 @@ Monte-Carlo mean over 10^6 draws of ``q`` (no labels needed). ``T = 1`` is
 calibrated, ``T = 0.6`` over-confident, ``T = 1.6`` under-confident. ``K = 2``
 is the binary problem (scalar error of the positive class, half the
 two-coordinate sum).
+
+``--oracle`` adds the bandwidth (of 25 log-spaced values in ``[3e-4, 1]``)
+that minimises the true mean squared error of the smoothed map against
+``q``: the best any selector that targets the map can do, and a check of
+whether the plug-in's error at these ``n`` is the selector's or the
+estimator's. ``--classes 3 --sizes 500 2000 10000 50000`` restricts the
+run (above 10^4 points the leave-one-out terms are averaged over 10^4
+random rows, each against every centre, as ``max_samples`` does).
 """
 
 from __future__ import annotations
@@ -75,6 +83,12 @@ DESIGNS = {"calibrated": 1.0, "over-confident": 0.6, "under-confident": 1.6}
 # whole sample).
 SELECTORS = ("risk, grid (before)", "risk (default)")
 ESTIMATORS = ("L1 plug-in (p=1)", "L2 U-stat (p=2)")
+# With --oracle: the bandwidth of this grid that minimises the true mean
+# squared error of the smoothed map (known in the designs), a lower limit for
+# every selector that targets the map.
+ORACLE = "oracle (true-map MSE)"
+ORACLE_GRID = np.exp(np.linspace(np.log(3e-4), 0.0, 25))
+EVAL_ROWS = 10000
 
 
 def ground_truth_sample(n, K, T, rng):
@@ -93,9 +107,14 @@ def true_errors(K, T, n_mc=10**6):
     return scale * d.sum(axis=1).mean(), scale * (d**2).sum(axis=1).mean()
 
 
-def accuracy_cell(K, T, n, rep):
-    """Both selectors and both default estimators on one sample (one smoother
-    pass per bandwidth gives the L1 plug-in and the U-statistic)."""
+def accuracy_cell(K, T, n, rep, oracle=False):
+    """The selectors and both default estimators on one sample (one smoother
+    pass per bandwidth gives the L1 plug-in and the U-statistic).
+
+    Above ``EVAL_ROWS`` points the leave-one-out terms are averaged over that
+    many random rows, each against all ``n`` centres (the ``max_samples``
+    evaluation of the API): an unbiased estimate of the full mean.
+    """
     from skcalib._backend.bandwidth import (
         select_dirichlet_bandwidth,
         select_kde_bandwidth,
@@ -103,21 +122,40 @@ def accuracy_cell(K, T, n, rep):
     from skcalib._backend.smoothing import dirichlet_nw
 
     rng = np.random.default_rng([K, int(100 * T), n, rep])
-    y, F, _ = ground_truth_sample(n, K, T, rng)
+    y, F, q = ground_truth_sample(n, K, T, rng)
     scale = 0.5 if K == 2 else 1.0
     w = np.ones(n)
+    rows = None
+    if n > EVAL_ROWS:
+        rows = np.sort(rng.choice(n, size=EVAL_ROWS, replace=False))
+    F_rows = F if rows is None else F[rows]
+
+    def smooth(b):
+        return dirichlet_nw(
+            F, y, w, None, b, leave_one_out=True, squared_error=True, eval_rows=rows
+        )
+
+    def summary(b, res):
+        return (
+            b,
+            scale * np.abs(res.ratio - F_rows).sum(axis=1).mean(),
+            scale * res.squared_error.mean(),
+            float(np.median(res.effective_sample_size)),
+        )
+
     out = {}
     for sel, select in zip(
         SELECTORS, (select_dirichlet_bandwidth, select_kde_bandwidth), strict=True
     ):
         b, _ = select(F, y, w, "risk", warn=False)
-        res = dirichlet_nw(F, y, w, None, b, leave_one_out=True, squared_error=True)
-        out[sel] = (
-            b,
-            scale * np.abs(res.ratio - F).sum(axis=1).mean(),
-            scale * res.squared_error.mean(),
-            float(np.median(res.effective_sample_size)),
-        )
+        out[sel] = summary(b, smooth(b))
+    if oracle:
+        # The bandwidth no data-driven rule can beat at estimating the map:
+        # the smallest mean squared error of R against the true E[e_y | f] = q.
+        q_rows = q if rows is None else q[rows]
+        fits = [(b, smooth(b)) for b in ORACLE_GRID]
+        mse = [((res.ratio - q_rows) ** 2).sum(axis=1).mean() for _, res in fits]
+        out[ORACLE] = summary(*fits[int(np.argmin(mse))])
     return out
 
 
@@ -125,17 +163,18 @@ def _rel(est, truth):
     return f"({100 * (est / truth - 1):+.0f}%)" if truth > 1e-6 else f"({est:+.4f})"
 
 
-def accuracy(reps, n_jobs, sizes=(500, 2000, 10000)):
+def accuracy(reps, n_jobs, sizes=(500, 2000, 10000), classes=(2, 3, 10), oracle=False):
     from joblib import Parallel, delayed
 
-    cells = [(K, T, n) for K in (2, 3, 10) for T in DESIGNS.values() for n in sizes]
+    cells = [(K, T, n) for K in classes for T in DESIGNS.values() for n in sizes]
+    selectors = SELECTORS + ((ORACLE,) if oracle else ())
     n_reps = {n: reps if n <= 2000 else max(1, reps - 1) for n in sizes}
     tasks = [(c, r) for c in cells for r in range(n_reps[c[2]])]
     t0 = time.perf_counter()
     # largest first: the pool stays busy to the end
     order = sorted(range(len(tasks)), key=lambda i: -tasks[i][0][2] * tasks[i][0][0])
     results = Parallel(n_jobs=n_jobs, backend="multiprocessing")(
-        delayed(accuracy_cell)(*tasks[i][0], tasks[i][1]) for i in order
+        delayed(accuracy_cell)(*tasks[i][0], tasks[i][1], oracle) for i in order
     )
     by_cell = {}
     for i, res in zip(order, results, strict=True):
@@ -149,7 +188,7 @@ def accuracy(reps, n_jobs, sizes=(500, 2000, 10000)):
         "effective sample size"
     )
     print(
-        f"{'K':>3} {'design':<16} {'n':>6} {'selector':<20} {'b':>8} {'ESS':>7} "
+        f"{'K':>3} {'design':<16} {'n':>6} {'selector':<22} {'b':>8} {'ESS':>7} "
         + " ".join(f"{e:>22}" for e in ESTIMATORS)
     )
     err = {}
@@ -160,7 +199,7 @@ def accuracy(reps, n_jobs, sizes=(500, 2000, 10000)):
             f"{K:>3} {names[T]:<16} {n:>6} {'truth':<20} {'':>8} {'':>7} "
             + " ".join(f"{t:>22.4f}" for t in truths)
         )
-        for sel in SELECTORS:
+        for sel in selectors:
             arr = np.array([r[sel] for r in by_cell[c]])
             cols = []
             for k, truth in enumerate(truths):
@@ -168,7 +207,7 @@ def accuracy(reps, n_jobs, sizes=(500, 2000, 10000)):
                 err[c, sel, k] = (est - truth) / truth if truth > 1e-6 else est
                 cols.append(f"{est:.4f} {_rel(est, truth):>9}")
             print(
-                f"{K:>3} {'':<16} {n:>6} {sel:<20} {np.median(arr[:, 0]):8.4f} "
+                f"{K:>3} {'':<16} {n:>6} {sel:<22} {np.median(arr[:, 0]):8.4f} "
                 f"{np.median(arr[:, 3]):7.1f} " + " ".join(f"{x:>22}" for x in cols),
                 flush=True,
             )
@@ -177,19 +216,19 @@ def accuracy(reps, n_jobs, sizes=(500, 2000, 10000)):
         "designs): consistency means it shrinks as n grows"
     )
     print(
-        f"{'K':>3} {'design':<16} {'selector':<20} "
+        f"{'K':>3} {'design':<16} {'selector':<22} "
         + " ".join(f"{e[:10] + ' n=' + str(n):>18}" for e in ESTIMATORS for n in sizes)
     )
-    for K in (2, 3, 10):
+    for K in classes:
         for T in DESIGNS.values():
-            for sel in SELECTORS:
+            for sel in selectors:
                 cols = [
                     err[(K, T, n), sel, k]
                     for k in range(len(ESTIMATORS))
                     for n in sizes
                 ]
                 print(
-                    f"{K:>3} {names[T]:<16} {sel:<20} "
+                    f"{K:>3} {names[T]:<16} {sel:<22} "
                     + " ".join(f"{x:>+18.3f}" for x in cols)
                 )
     print(f"total {time.perf_counter() - t0:.0f} s")
@@ -304,9 +343,27 @@ def main():
         default=[500, 2000, 10000],
         help="with --accuracy",
     )
+    parser.add_argument(
+        "--classes",
+        type=int,
+        nargs="*",
+        default=[2, 3, 10],
+        help="with --accuracy: the numbers of classes K",
+    )
+    parser.add_argument(
+        "--oracle",
+        action="store_true",
+        help="with --accuracy: add the bandwidth of smallest true-map MSE",
+    )
     args = parser.parse_args()
     if args.accuracy:
-        return accuracy(args.reps, args.n_jobs, tuple(args.sizes))
+        return accuracy(
+            args.reps,
+            args.n_jobs,
+            tuple(args.sizes),
+            tuple(args.classes),
+            args.oracle,
+        )
     sizes = (1000, 5000) if args.quick else (1000, 5000, 20000)
     if args.target:
         return target()
