@@ -291,7 +291,9 @@ def test_from_cv_results_bootstrap_differs_between_folds_but_is_seeded():
 
 def test_top_label_and_classwise_grid():
     y, P = _multiclass()
-    top = SmoothReliabilityDisplay.from_predictions(y, P)
+    # The bootstrap bands are not what this test checks (test_rcparams_unchanged
+    # draws the classwise grid with them): the curves are drawn without them.
+    top = SmoothReliabilityDisplay.from_predictions(y, P, n_bootstrap=0)
     conf = P.max(axis=1)
     correct = P.argmax(axis=1) == y
     ref = smooth_calibration_curve(correct, conf)  # top-label by definition
@@ -301,7 +303,7 @@ def test_top_label_and_classwise_grid():
     assert top.ax_.get_ylabel() == "Accuracy"
 
     grid = SmoothReliabilityDisplay.from_predictions(
-        y, P, multi_class="classwise", density_panel=True
+        y, P, multi_class="classwise", density_panel=True, n_bootstrap=0
     )
     assert grid.ax_.shape == (3,) and len(grid.line_) == 3
     for k in range(3):
@@ -313,11 +315,11 @@ def test_top_label_and_classwise_grid():
     _, axes = plt.subplots(1, 2)
     with pytest.raises(ValueError, match="3 axes"):
         SmoothReliabilityDisplay.from_predictions(
-            y, P, multi_class="classwise", ax=axes
+            y, P, multi_class="classwise", ax=axes, n_bootstrap=0
         )
     _, axes = plt.subplots(1, 3)
     on_given = SmoothReliabilityDisplay.from_predictions(
-        y, P, multi_class="classwise", ax=axes
+        y, P, multi_class="classwise", ax=axes, n_bootstrap=0
     )
     assert list(on_given.ax_) == list(axes)
 
@@ -649,8 +651,9 @@ def test_perturbation_display_from_estimator():
 
 def test_logit_metric_curve_and_density_label():
     y, p = _binary(n=2000)
+    # The curve and the density panel are checked; the band is not drawn.
     disp = SmoothReliabilityDisplay.from_predictions(
-        y, p, metric="logit", density_panel=True
+        y, p, metric="logit", density_panel=True, n_bootstrap=0
     )
     ref = smooth_calibration_curve(y, p, metric="logit")
     np.testing.assert_array_equal(disp.line_.get_xdata(), ref.scores)
