@@ -6,7 +6,7 @@ record batches (Polars, DuckDB, Ray, pyarrow datasets).
   ``by=``);
 * :func:`accumulate` does it on every partition of a Spark DataFrame
   (``mapInArrow``), ships the compact states (:meth:`CalibrationAccumulator.to_bytes`)
-  and merges them on the cluster (``treeReduce``, ``reduceByKey``).
+  and merges them on the cluster (``treeAggregate``, ``reduceByKey``).
 
 pyspark and pyarrow (the ``spark`` extra) are imported when these functions
 run. Read more in the :ref:`User Guide <monitoring>`.
@@ -241,6 +241,16 @@ def _merge_states(a, b):
     return merged.merge(CalibrationAccumulator.from_bytes(b)).to_bytes()
 
 
+def _merge_optional_states(a, b):
+    """``_merge_states`` where ``None`` stands for no rows (the zero of the
+    tree aggregation, so that an empty frame needs no separate job)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return _merge_states(a, b)
+
+
 @validate_params(**COLUMN_RULES)
 @fill_doc(**_COLUMN_DOCS)
 def accumulate(
@@ -259,7 +269,7 @@ def accumulate(
 
     Each partition is read as Arrow record batches (``mapInArrow``) into
     accumulators, whose portable states (a few hundred kilobytes) are merged
-    on the executors (``treeReduce``, or ``reduceByKey`` per group with
+    on the executors (``treeAggregate``, or ``reduceByKey`` per group with
     ``by``); only the final states reach the driver. The result equals
     :class:`~skcalib.metrics.CalibrationAccumulator` fed the collected rows,
     up to the order of floating-point summation.
@@ -278,7 +288,7 @@ def accumulate(
     ${labels}
     ${multi_class}
     depth : int, default=2
-        Depth of the ``treeReduce`` (without ``by``).
+        Depth of the ``treeAggregate`` (without ``by``).
 
     Returns
     -------
@@ -331,13 +341,15 @@ def accumulate(
     states = df.select(*cols).mapInArrow(func, f"key {key_spark}, state binary").rdd
     pairs = states.map(lambda row: (row.key, bytes(row.state)))
     if by is None:
-        parts = pairs.values()
-        if parts.isEmpty():
+        # One pass: ``treeReduce`` would need an ``isEmpty`` job first, which
+        # reads the frame and runs the partition function once more.
+        state = pairs.values().treeAggregate(
+            None, _merge_optional_states, _merge_optional_states, depth=depth
+        )
+        if state is None:
             return CalibrationAccumulator(
                 pos_label=pos_label, labels=labels, multi_class=multi_class
             )
-        return CalibrationAccumulator.from_bytes(
-            parts.treeReduce(_merge_states, depth=depth)
-        )
+        return CalibrationAccumulator.from_bytes(state)
     merged = pairs.reduceByKey(_merge_states).collect()
     return {key: CalibrationAccumulator.from_bytes(state) for key, state in merged}

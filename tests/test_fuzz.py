@@ -23,6 +23,7 @@ import sys
 import warnings
 from collections import Counter
 
+import joblib
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
@@ -104,6 +105,21 @@ def _features(n=120, seed=0):
     return X, y
 
 
+# Options that keep a display's statistics small. Every parameter is checked
+# before any computation, so an accepted value (a scalar ``key``,
+# ``n_jobs=-1``) only costs the work these options size; the bootstrap and the
+# draws still run, so a crash on them is still caught.
+FAST = {
+    "SmoothReliabilityDisplay": {"n_bootstrap": 5},
+    "CalibrationOverTimeDisplay": {"n_bootstrap": 5, "n_resamples": 19},
+}
+FAST_ESTIMATOR = {
+    "SmoothReliabilityDisplay": {"n_bootstrap": 0},
+    "PerturbationDisplay": {"cv": 2, "scales": [0.05], "bound_method": None},
+    "CalibrationOverTimeDisplay": {"n_bootstrap": 0, "n_resamples": 19},
+}
+
+
 def _entries():
     """(label, callable(**kwargs), function whose signature is fuzzed, data)."""
     y, p = _binary()
@@ -171,10 +187,13 @@ def _entries():
                 if "y_proba" in inspect.signature(cls.from_predictions).parameters
                 else {"y_true": y, "y_score": p}
             )
+            opts = FAST.get(name, {})
             out.append(
                 (
                     f"{name}.from_predictions",
-                    lambda c=cls, d=data, **kw: c.from_predictions(**{**d, **kw}),
+                    lambda c=cls, d=data, o=opts, **kw: c.from_predictions(
+                        **{**d, **o, **kw}
+                    ),
                     cls.from_predictions,
                     data,
                 )
@@ -248,15 +267,10 @@ def _display_entries(y, p, X, yx):
     cv = cross_validate(
         LogisticRegression(), X, yx, cv=2, return_estimator=True, return_indices=True
     )
-    fast = {
-        "SmoothReliabilityDisplay": {"n_bootstrap": 0},
-        "PerturbationDisplay": {"cv": 2, "scales": [0.05], "bound_method": None},
-        "CalibrationOverTimeDisplay": {"n_bootstrap": 0, "n_resamples": 19},
-    }
     out = []
     for name in display.__all__:
         cls = getattr(display, name)
-        opts = fast.get(name, {})
+        opts = FAST_ESTIMATOR.get(name, FAST.get(name, {}))
         data = {"estimator": clf, "X": X, "y": yx}
         if name == "PerturbationDisplay":
             data = {"estimator": LogisticRegression(), "X": X, "y": yx}
@@ -358,6 +372,13 @@ def run():
     import matplotlib
 
     matplotlib.use("Agg")
+    # ``n_jobs=-1`` is a valid value: threads run the same library code as
+    # processes without starting a pool of interpreters for each such call.
+    with joblib.parallel_config(backend="threading"):
+        return _run()
+
+
+def _run():
     rows = []
     for label, call, func, data in _entries():
         for param in _parameters(func):

@@ -27,7 +27,14 @@ _SKLEARN_LOADED = (
 )
 
 
-def test_streaming_does_not_import_sklearn():
+_MATPLOTLIB_LOADED = "import sys; print('matplotlib' in sys.modules)"
+
+
+@pytest.fixture(scope="module")
+def lazy_loads():
+    """What one fresh interpreter has loaded after each step: streaming
+    metrics, then a display class, then an estimator (each step only adds
+    modules, so a module loaded too early shows at its step)."""
     code = (
         "import numpy as np\n"
         "import skcalib.metrics\n"
@@ -43,14 +50,26 @@ def test_streaming_does_not_import_sklearn():
         "acc.calibration_curve()\n"
         "acc.binned_calibration_error(n_bins=16)\n"
         "import skcalib\n"
-        "dir(skcalib), dir(skcalib.metrics)\n" + _SKLEARN_LOADED
+        "dir(skcalib), dir(skcalib.metrics)\n" + _SKLEARN_LOADED + "\n"
+        "import skcalib\n" + _MATPLOTLIB_LOADED + "\n"
+        "skcalib.display.SmoothReliabilityDisplay\n" + _MATPLOTLIB_LOADED + "\n"
+        "skcalib.PerturbedClassifier\n" + _SKLEARN_LOADED
     )
-    assert _run(code) == "False"
+    steps = ["streaming", "import", "display", "estimator"]
+    return dict(zip(steps, _run(code).split(), strict=True))
 
 
-def test_estimators_load_on_access():
-    code = "import skcalib\nskcalib.PerturbedClassifier\n" + _SKLEARN_LOADED
-    assert _run(code) == "True"
+def test_streaming_does_not_import_sklearn(lazy_loads):
+    assert lazy_loads["streaming"] == "False"
+
+
+def test_import_skcalib_does_not_import_matplotlib(lazy_loads):
+    assert lazy_loads["import"] == "False"
+    assert lazy_loads["display"] == "False"
+
+
+def test_estimators_load_on_access(lazy_loads):
+    assert lazy_loads["estimator"] == "True"
 
 
 @pytest.mark.parametrize("module", [skcalib, skcalib.metrics])

@@ -133,7 +133,9 @@ def _spark_frame(spark, d, n_partitions=5):
 @needs_spark
 def test_spark_accumulate_equals_the_collected_data(spark):
     d = _data()
-    df = _spark_frame(spark, d)
+    # Cached: the five passes below read the same partitions without
+    # rebuilding the frame and its shuffle each time.
+    df = _spark_frame(spark, d).cache()
     rows = df.toPandas()  # the rows as Spark holds them, in its order
     ref = CalibrationAccumulator().partial_fit(
         rows["label"].to_numpy(), rows["score"].to_numpy(), rows["w"].to_numpy()

@@ -1,6 +1,7 @@
 """The portable state of the streaming objects: exact round trips, merges of
 loaded states, stored fixtures that must keep loading, hostile bytes."""
 
+import functools
 import json
 import struct
 import sys
@@ -264,7 +265,9 @@ def test_stored_fixtures_keep_loading():
 
 
 # -- hostile bytes -------------------------------------------------------------------
+@functools.cache
 def _small_state():
+    # bytes: immutable, so every test and hypothesis example can share them
     y, p = _problem(3000, seed=8)
     return CalibrationAccumulator().partial_fit(y, p).to_bytes()
 
