@@ -483,9 +483,14 @@ def test_ground_truth_k8_large_n():
     assert truth == pytest.approx(0.308, abs=0.003)
     y, f, _ = ground_truth_sample(20000, 8, seed=0)
     # More classes need a wider kernel (the effective sample size shrinks
-    # with the dimension of the simplex).
-    est = kde_calibration_error(y, f, bandwidth=0.1)
-    assert abs(est - truth) < 0.02
+    # with the dimension of the simplex). Every one of the 20000 points is a
+    # kernel centre; the outer mean is taken over 4000 random rows (a quarter
+    # of the cost), whose sampling error is small beside the tolerance.
+    res = kde_calibration_error(
+        y, f, bandwidth=0.1, max_samples=4000, random_state=0, return_details=True
+    )
+    assert res.standard_error < 0.1 * 0.02
+    assert abs(res.value - truth) < 0.02
 
 
 def test_null_debiased_l2_near_zero_and_l1_plugin_biased():
