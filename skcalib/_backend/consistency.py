@@ -25,7 +25,14 @@ from . import smece as _sm
 from .binning import assign_bins, binned_error, table_from_sums
 from .calibration_tests import compiled as _cc
 from .calibration_tests.statistics import ClasswiseMean
-from .grid import FINE_M, GridPyramid, bin_positions, coarsen
+from .grid import (
+    FINE_M,
+    GridPyramid,
+    bin_positions,
+    coarsen,
+    support_window,
+    windowed_smooth,
+)
 from .resampling import column_quantiles
 
 __all__ = [
@@ -330,8 +337,15 @@ class SmoothECETest:
         M = geometry.grid_size(t, stat.M)
         fixed = stat._fixed_levels.at(M)
         labels = stat.label_columns(wy, M, compiled=self.use_compiled)
-        resid = (labels.T - fixed[:, 2:3]) / fixed[:, 0].sum()
-        r = geometry.smooth(resid, t)
+        total = fixed[:, 0].sum()
+        # the residuals live where the scores do: smooth that window alone
+        window = support_window(fixed[:, 0], t) if geometry.metric == "l1" else None
+        if window is None:
+            r = geometry.smooth((labels.T - fixed[:, 2:3]) / total, t)
+        else:
+            lo, hi = window
+            part = (labels[:, lo : hi + 1].T - fixed[lo : hi + 1, 2:3]) / total
+            r = windowed_smooth(part, t, M)
         return geometry.integrate(np.abs(r), M) >= t
 
 
