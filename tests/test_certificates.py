@@ -6,6 +6,8 @@ form); a bound is checked by its violation count over seeded repetitions, at
 a delta loose enough for failures to show.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -52,25 +54,26 @@ def leaf_design(n_leaves, seed=0):
     return scores, eta
 
 
-def perturbed_leaf_ce(scores, eta, h):
-    """CE of the perturbed model when the draws around different leaves share
-    one support: ∫ |Σ_l π_l (s - η_l) k(s | f_l)| ds by a midpoint rule (the
-    kernel spans thousands of nodes)."""
+@functools.lru_cache(maxsize=1)
+def leaf_truths(n_leaves, h):
+    """The two CEs of the perturbed :func:`leaf_design` model, by a midpoint
+    rule on 2**17 nodes (the kernel spans thousands of them), from one
+    evaluation of each leaf's kernel (cached: both certificates read them):
+
+    * the draws around different leaves share one support:
+      ∫ |Σ_l π_l (s - η_l) k(s | f_l)| ds;
+    * each perturbed score reveals its leaf, so that η(s) is the leaf's
+      own: Σ_l π_l ∫ |s - η_l| k(s | f_l) ds.
+    """
+    scores, eta = leaf_design(n_leaves)
     s = (np.arange(2**17) + 0.5) / 2**17
     residual = np.zeros_like(s)
+    revealing = 0.0
     for f, e in zip(scores, eta, strict=True):
-        residual += (s - e) * sech_pdf(s, f, h) / scores.size
-    return float(np.abs(residual).mean())
-
-
-def revealing_leaf_ce(scores, eta, h):
-    """CE when each perturbed score reveals its leaf, so that η(s) is the
-    leaf's own: Σ_l π_l ∫ |s - η_l| k(s | f_l) ds."""
-    s = (np.arange(2**17) + 0.5) / 2**17
-    total = 0.0
-    for f, e in zip(scores, eta, strict=True):
-        total += np.mean(np.abs(s - e) * sech_pdf(s, f, h)) / scores.size
-    return float(total)
+        k = sech_pdf(s, f, h)
+        residual += (s - e) * k / scores.size
+        revealing += np.mean(np.abs(s - e) * k) / scores.size
+    return float(np.abs(residual).mean()), float(revealing)
 
 
 @pytest.mark.slow
@@ -82,8 +85,8 @@ def test_discrete_base_model_perturbed_is_certified(method):
     # that of the smoothed model (the grid moves it by at most
     # 2**-25 + 2**-24 / (2h)); draws off it identify their leaf, and the
     # truth is then the unsmoothed one.
-    ce_shared = perturbed_leaf_ce(scores, eta, h) - (2.0**-25 + 2.0**-24 / (2 * h))
-    ce_revealing = revealing_leaf_ce(scores, eta, h)
+    ce_shared, ce_revealing = leaf_truths(200, h)
+    ce_shared -= 2.0**-25 + 2.0**-24 / (2 * h)
     model = PerturbedClassifier(LeafModel(scores), scale=h)
     violations = 0
     for seed in range(reps):

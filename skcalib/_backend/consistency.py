@@ -25,7 +25,14 @@ from . import smece as _sm
 from .binning import assign_bins, binned_error, table_from_sums
 from .calibration_tests import compiled as _cc
 from .calibration_tests.statistics import ClasswiseMean
-from .grid import FINE_M, GridPyramid, bin_positions, coarsen
+from .grid import (
+    FINE_M,
+    GridPyramid,
+    bin_positions,
+    coarsen,
+    support_window,
+    windowed_smooth,
+)
 from .resampling import column_quantiles
 
 __all__ = [
@@ -330,8 +337,15 @@ class SmoothECETest:
         M = geometry.grid_size(t, stat.M)
         fixed = stat._fixed_levels.at(M)
         labels = stat.label_columns(wy, M, compiled=self.use_compiled)
-        resid = (labels.T - fixed[:, 2:3]) / fixed[:, 0].sum()
-        r = geometry.smooth(resid, t)
+        total = fixed[:, 0].sum()
+        # the residuals live where the scores do: smooth that window alone
+        window = support_window(fixed[:, 0], t) if geometry.metric == "l1" else None
+        if window is None:
+            r = geometry.smooth((labels.T - fixed[:, 2:3]) / total, t)
+        else:
+            lo, hi = window
+            part = (labels[:, lo : hi + 1].T - fixed[lo : hi + 1, 2:3]) / total
+            r = windowed_smooth(part, t, M)
         return geometry.integrate(np.abs(r), M) >= t
 
 
@@ -377,6 +391,10 @@ def _run(batch, seeds):
     return batch([np.random.default_rng(q) for q in seeds])
 
 
+# Grid values smoothed at once by SmoothCurveBatch (8 MB of float64).
+_CURVE_CHUNK = 1 << 20
+
+
 class SmoothCurveBatch:
     """Reliability curves of labels drawn from the scores, at a fixed
     bandwidth on a fixed grid of ``M`` cells: the consistency band of a
@@ -393,10 +411,25 @@ class SmoothCurveBatch:
 
     def __call__(self, rngs):
         stat = self.stat
-        out = np.empty((len(rngs), self.M + 1))
-        for i, rng in enumerate(rngs):
-            grids = stat.label_pyramid(stat.draw(rng))
-            out[i] = _sm.smooth_curve(grids.at(self.M), stat.sigma, stat.geometry)[1]
+        geometry, M = stat.geometry, self.M
+        fixed = stat._fixed_levels.at(M)
+        total = fixed[:, 0].sum()
+        # Only the label column moves between draws: the density (the
+        # weights' column) is smoothed once, the label columns of a chunk
+        # of draws together (chunks of ~8 MB).
+        dens = geometry.smooth(fixed[:, :1] / total, stat.sigma)[:, 0]
+        ok = dens > 1e-10 * dens.max()
+        out = np.full((len(rngs), M + 1), np.nan)
+        chunk = max(1, _CURVE_CHUNK // (M + 1))
+        for start in range(0, len(rngs), chunk):
+            part = rngs[start : start + chunk]
+            labels = np.empty((M + 1, len(part)))
+            for i, rng in enumerate(part):
+                labels[:, i] = stat.label_pyramid(stat.draw(rng)).at(M)[:, 1]
+            num = geometry.smooth(labels / total, stat.sigma)
+            out[start : start + len(part), ok] = np.clip(
+                num[ok] / dens[ok, None], 0.0, 1.0
+            ).T
         return out
 
 
