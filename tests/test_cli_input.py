@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import REPO, run_cli
+from _helpers import REPO, run_cli, run_main
 
 FAST = ["--bootstrap", "20", "--kde-max-samples", "400", "--quiet", "--no-plot"]
 # Address space for hostile-input runs: the imports need about 0.6 GB.
@@ -85,7 +85,7 @@ def test_gzipped_csv_by_suffix_and_by_magic_bytes(tmp_path, name):
     f = tmp_path / name
     f.write_bytes(gzip.compress(csv_text(y, p).encode()))
     out = tmp_path / "o"
-    result = run_cli("report", f, "--out", out, *FAST)
+    result = run_main("report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["input"]["gzip"] is True
@@ -135,7 +135,7 @@ def test_weight_column_is_never_a_probability(tmp_path):
         )
     )
     out = tmp_path / "o"
-    result = run_cli("report", f, "--out", out, *FAST)
+    result = run_main("report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["input"]["y_proba_columns"] == ["p"]
@@ -185,7 +185,7 @@ def test_y_proba_followed_by_the_file(tmp_path):
     f = tmp_path / "preds.csv"
     f.write_text(csv_text(y, p, header="truth,p"))
     out = tmp_path / "o"
-    result = run_cli(
+    result = run_main(
         "report", "--y-true", "truth", "--y-proba", "p", f, "--out", out, *FAST
     )
     assert result.returncode == 0, result.stderr
@@ -198,7 +198,7 @@ def test_bins_multiclass_reduction_and_figure_format(tmp_path):
     y = np.array([rng.choice(3, p=row) for row in P])
     np.savez(tmp_path / "m.npz", y_true=y, y_proba=P)
     out = tmp_path / "o"
-    result = run_cli(
+    result = run_main(
         "report",
         tmp_path / "m.npz",
         "--n-bins",
@@ -744,7 +744,7 @@ def test_one_score_for_every_row_writes_strict_json(tmp_path, score):
     f = tmp_path / "one_score.csv"
     f.write_text(csv_text(y, np.full(200, score)))
     out = tmp_path / "o"
-    result = run_cli("report", f, "--out", out, *FAST)
+    result = run_main("report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
 
