@@ -40,6 +40,14 @@ def reader_env(reader, tmp_path):
     return {} if reader == "pyarrow" else no_pyarrow(tmp_path)
 
 
+def run_report_with(reader, tmp_path, *args):
+    """A successful report with ``reader``: in this process with pyarrow,
+    in a subprocess whose ``import pyarrow`` fails otherwise."""
+    if reader == "pyarrow":
+        return run_main(*args)
+    return run_cli(*args, env=no_pyarrow(tmp_path))
+
+
 def one_line_error(result, *fragments):
     err = result.stderr.strip()
     assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
@@ -101,7 +109,7 @@ def test_pandas_index_column_is_ignored(tmp_path, reader):
     f = tmp_path / "frame.csv"
     pd.DataFrame({"y": y, "p": p}).to_csv(f)  # header ",y,p", rows "0,1,0.3"
     out = tmp_path / "o"
-    result = run_cli("report", f, "--out", out, *FAST, env=reader_env(reader, tmp_path))
+    result = run_report_with(reader, tmp_path, "report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["input"]["index_column_ignored"] is True
@@ -243,8 +251,9 @@ def test_csv_dialects_with_either_reader(tmp_path, reader):
     f = tmp_path / "r.csv.gz"
     f.write_bytes(gzip.compress(text.encode()))
     out = tmp_path / "o"
-    env = reader_env(reader, tmp_path)
-    result = run_cli(
+    result = run_report_with(
+        reader,
+        tmp_path,
         "report",
         f,
         "--out",
@@ -254,7 +263,6 @@ def test_csv_dialects_with_either_reader(tmp_path, reader):
         "--pos-label",
         "spam",
         *FAST,
-        env=env,
     )
     assert result.returncode == 0, result.stderr
     report = load_report(out)
