@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import run_cli
+from _helpers import run_cli, run_main
 
 PLOT = ["--bootstrap", "20", "--kde-max-samples", "400", "--quiet"]
 FAST = [*PLOT, "--no-plot"]  # most tests check numbers only
@@ -143,7 +143,7 @@ def test_default_output_directory(tmp_path):
 
 
 def test_no_plot_writes_json_only(tmp_path):
-    result = run_cli("report", "--out", tmp_path / "o", *FAST)
+    result = run_main("report", "--out", tmp_path / "o", *FAST)
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in (tmp_path / "o").iterdir())
     assert names == ["report.html", "report.json"]
@@ -154,7 +154,7 @@ def test_csv_binary_matches_direct_formulas(tmp_path):
     y, p = binary_sample()
     f = write_csv(tmp_path / "preds.csv", ["label", "score"], zip(y, p, strict=True))
     out = tmp_path / "out"
-    result = run_cli(
+    result = run_main(
         "report", f, "--y-true", "label", "--y-proba", "score", "--out", out, *FAST
     )
     assert result.returncode == 0, result.stderr
@@ -192,7 +192,7 @@ def test_csv_default_columns_and_semicolons(tmp_path):
         tmp_path / "p.csv", ["y_true", "y_proba"], zip(y, p, strict=True), ";"
     )
     out = tmp_path / "o"
-    result = run_cli("report", f, "--out", out, *FAST)
+    result = run_main("report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["input"]["y_true_column"] == "y_true"
@@ -210,7 +210,7 @@ def test_csv_string_labels_and_pos_label(tmp_path):
         tmp_path / "s.csv", ["truth", "p_ham"], zip(words, 1 - p, strict=True)
     )
     out = tmp_path / "o"
-    result = run_cli(
+    result = run_main(
         "report",
         f,
         "--y-true",
@@ -242,7 +242,7 @@ def test_csv_multiclass_columns_named_after_classes(tmp_path, names):
     rows = [[lab, *row[order]] for lab, row in zip(labels, P, strict=True)]
     f = write_csv(tmp_path / "m.csv", ["label", *names], rows)
     out = tmp_path / "o"
-    result = run_cli(
+    result = run_main(
         "report", f, "--y-true", "label", "--y-proba", *names, "--out", out, *PLOT
     )
     assert result.returncode == 0, result.stderr
@@ -270,7 +270,7 @@ def test_csv_binary_two_columns_named_in_reverse_order(tmp_path):
     rows = zip(words, p, 1 - p, strict=True)  # P(yes) first, P(no) second
     f = write_csv(tmp_path / "r.csv", ["answer", "yes", "no"], rows)
     out = tmp_path / "o"
-    result = run_cli("report", f, "--y-true", "answer", "--out", out, *FAST)
+    result = run_main("report", f, "--y-true", "answer", "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["kind"] == "binary" and report["pos_label"] == "yes"
@@ -288,7 +288,7 @@ def test_csv_multiclass_integer_labels_in_sorted_column_order(tmp_path):
     f = write_csv(tmp_path / "m.csv", ["y", "s0", "s1", "s2", "s3"], rows)
     out = tmp_path / "o"
     # No --y-proba: every column besides the label is a class probability.
-    result = run_cli("report", f, "--out", out, *FAST)
+    result = run_main("report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["n_classes"] == 4
@@ -304,7 +304,7 @@ def test_npz_and_npy_inputs(tmp_path):
     ll = -np.mean(np.log(P[np.arange(len(y)), y]))
     for name in ("p.npz", "p.npy"):
         out = tmp_path / name.replace(".", "_")
-        result = run_cli("report", tmp_path / name, "--out", out, *FAST)
+        result = run_main("report", tmp_path / name, "--out", out, *FAST)
         assert result.returncode == 0, (name, result.stderr)
         report = load_report(out)
         assert report["n_classes"] == 3
@@ -319,7 +319,7 @@ def test_npz_classes_array_orders_the_columns(tmp_path):
         tmp_path / "c.npz", y_true=names[y], y_proba=P[:, order], classes=names[order]
     )
     out = tmp_path / "o"
-    result = run_cli("report", tmp_path / "c.npz", "--out", out, *FAST)
+    result = run_main("report", tmp_path / "c.npz", "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["input"]["labels"] == ["bird", "cat", "dog"]
@@ -332,7 +332,7 @@ def test_sample_weight_column(tmp_path):
     w = np.random.default_rng(0).integers(1, 4, size=len(y))
     f = write_csv(tmp_path / "w.csv", ["y", "p", "w"], zip(y, p, w, strict=True))
     out = tmp_path / "o"
-    result = run_cli(
+    result = run_main(
         "report", f, "--y-proba", "p", "--sample-weight", "w", "--out", out, *FAST
     )
     assert result.returncode == 0, result.stderr
@@ -346,7 +346,7 @@ def test_tv_bound(tmp_path):
     y, p = binary_sample(n=3000, seed=7)
     f = write_csv(tmp_path / "b.csv", ["y", "p"], zip(y, p, strict=True))
     out = tmp_path / "o"
-    result = run_cli("report", f, "--bound", "tv", "--out", out, *FAST)
+    result = run_main("report", f, "--bound", "tv", "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     b = load_report(out)["metrics"]["calibration_error_bound"]
     assert b["method"] == "tv" and b["delta"] == 0.05
@@ -370,7 +370,9 @@ def test_tv_bound_multiclass_is_top_label(tmp_path):
     y, P = multiclass_sample(n=2000, seed=8)
     np.savez(tmp_path / "m.npz", y_true=y, y_proba=P)
     out = tmp_path / "o"
-    result = run_cli("report", tmp_path / "m.npz", "--bound", "tv", "--out", out, *FAST)
+    result = run_main(
+        "report", tmp_path / "m.npz", "--bound", "tv", "--out", out, *FAST
+    )
     assert result.returncode == 0, result.stderr
     b = load_report(out)["metrics"]["calibration_error_bound"]
     assert b["target"] == "top-label"
@@ -389,7 +391,7 @@ def test_tv_bound_multiclass_is_top_label(tmp_path):
 
 def test_nw_bound_demo_perturbs_the_model(tmp_path):
     out = tmp_path / "o"
-    result = run_cli(
+    result = run_main(
         "report",
         "--bound",
         "nw",
@@ -438,7 +440,7 @@ def test_seed_makes_the_report_reproducible(tmp_path):
     reports = []
     for name in ("a", "b"):
         assert (
-            run_cli(
+            run_main(
                 "report", f, "--out", tmp_path / name, "--seed", "3", *FAST
             ).returncode
             == 0
@@ -611,7 +613,7 @@ def test_parquet_input(tmp_path):
     y, p = binary_sample(n=400)
     pq.write_table(pa.table({"y": y, "p": p}), tmp_path / "p.parquet")
     out = tmp_path / "o"
-    result = run_cli("report", tmp_path / "p.parquet", "--out", out, *FAST)
+    result = run_main("report", tmp_path / "p.parquet", "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     assert load_report(out)["metrics"]["brier_score"]["value"] == pytest.approx(
         np.mean((p - y) ** 2), abs=1e-12
@@ -778,7 +780,7 @@ def test_multiclass_table_names_the_notion_of_every_number(tmp_path):
         ["label", "p0", "p1", "p2"],
         [(int(a), *row) for a, row in zip(y, P, strict=True)],
     )
-    result = run_cli("report", f, "--y-true", "label", "--out", tmp_path / "o", *FAST)
+    result = run_main("report", f, "--y-true", "label", "--out", tmp_path / "o", *FAST)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip().startswith("---"))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _helpers import REPO, run_cli
+from _helpers import REPO, run_cli, run_main
 
 FAST = ["--bootstrap", "20", "--kde-max-samples", "400", "--quiet", "--no-plot"]
 # Address space for hostile-input runs: the imports need about 0.6 GB.
@@ -38,6 +38,14 @@ READERS = ["pyarrow", "csv"]
 
 def reader_env(reader, tmp_path):
     return {} if reader == "pyarrow" else no_pyarrow(tmp_path)
+
+
+def run_report_with(reader, tmp_path, *args):
+    """A successful report with ``reader``: in this process with pyarrow,
+    in a subprocess whose ``import pyarrow`` fails otherwise."""
+    if reader == "pyarrow":
+        return run_main(*args)
+    return run_cli(*args, env=no_pyarrow(tmp_path))
 
 
 def one_line_error(result, *fragments):
@@ -85,7 +93,7 @@ def test_gzipped_csv_by_suffix_and_by_magic_bytes(tmp_path, name):
     f = tmp_path / name
     f.write_bytes(gzip.compress(csv_text(y, p).encode()))
     out = tmp_path / "o"
-    result = run_cli("report", f, "--out", out, *FAST)
+    result = run_main("report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["input"]["gzip"] is True
@@ -101,7 +109,7 @@ def test_pandas_index_column_is_ignored(tmp_path, reader):
     f = tmp_path / "frame.csv"
     pd.DataFrame({"y": y, "p": p}).to_csv(f)  # header ",y,p", rows "0,1,0.3"
     out = tmp_path / "o"
-    result = run_cli("report", f, "--out", out, *FAST, env=reader_env(reader, tmp_path))
+    result = run_report_with(reader, tmp_path, "report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["input"]["index_column_ignored"] is True
@@ -135,7 +143,7 @@ def test_weight_column_is_never_a_probability(tmp_path):
         )
     )
     out = tmp_path / "o"
-    result = run_cli("report", f, "--out", out, *FAST)
+    result = run_main("report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr
     report = load_report(out)
     assert report["input"]["y_proba_columns"] == ["p"]
@@ -185,7 +193,7 @@ def test_y_proba_followed_by_the_file(tmp_path):
     f = tmp_path / "preds.csv"
     f.write_text(csv_text(y, p, header="truth,p"))
     out = tmp_path / "o"
-    result = run_cli(
+    result = run_main(
         "report", "--y-true", "truth", "--y-proba", "p", f, "--out", out, *FAST
     )
     assert result.returncode == 0, result.stderr
@@ -198,7 +206,7 @@ def test_bins_multiclass_reduction_and_figure_format(tmp_path):
     y = np.array([rng.choice(3, p=row) for row in P])
     np.savez(tmp_path / "m.npz", y_true=y, y_proba=P)
     out = tmp_path / "o"
-    result = run_cli(
+    result = run_main(
         "report",
         tmp_path / "m.npz",
         "--n-bins",
@@ -243,8 +251,9 @@ def test_csv_dialects_with_either_reader(tmp_path, reader):
     f = tmp_path / "r.csv.gz"
     f.write_bytes(gzip.compress(text.encode()))
     out = tmp_path / "o"
-    env = reader_env(reader, tmp_path)
-    result = run_cli(
+    result = run_report_with(
+        reader,
+        tmp_path,
         "report",
         f,
         "--out",
@@ -254,7 +263,6 @@ def test_csv_dialects_with_either_reader(tmp_path, reader):
         "--pos-label",
         "spam",
         *FAST,
-        env=env,
     )
     assert result.returncode == 0, result.stderr
     report = load_report(out)
@@ -623,36 +631,64 @@ def test_empty_out_is_an_error(tmp_path):
 # --- bounded memory ------------------------------------------------------------------
 
 
-def write_big_csv(path, n, seed=0, compress=True):
-    """``y,p`` rows (``p`` with 6 decimals), written in blocks; returns y, p."""
+def big_sample(n, seed=0):
+    """Labels and scores ``q / 1e6`` (``q`` integer: 6 exact decimals)."""
     rng = np.random.default_rng(seed)
-    ys, ps = [], []
+    ys, qs = [], []
+    for start in range(0, n, 1_000_000):
+        m = min(1_000_000, n - start)
+        q = rng.integers(1, 1_000_000, size=m)
+        ys.append(rng.uniform(size=m) < (q / 1e6) ** 2)
+        qs.append(q)
+    return np.concatenate(ys), np.concatenate(qs)
+
+
+def write_big_csv(path, y, q, compress=True):
+    """``y,p`` rows (``p = q / 1e6`` with 6 decimals), written in blocks."""
     opener = gzip.open if compress else open
     kw = {"compresslevel": 1} if compress else {}
     with opener(path, "wb", **kw) as fh:
         fh.write(b"y,p\n")
-        for start in range(0, n, 1_000_000):
-            m = min(1_000_000, n - start)
-            q = rng.integers(1, 1_000_000, size=m)
-            y = rng.uniform(size=m) < (q / 1e6) ** 2
-            buf = np.empty((m, 11), dtype=np.uint8)
-            buf[:, 0] = np.where(y, ord("1"), ord("0"))
+        for start in range(0, y.shape[0], 1_000_000):
+            yb, qb = y[start : start + 1_000_000], q[start : start + 1_000_000]
+            buf = np.empty((yb.shape[0], 11), dtype=np.uint8)
+            buf[:, 0] = np.where(yb, ord("1"), ord("0"))
             buf[:, 1], buf[:, 2], buf[:, 3] = ord(","), ord("0"), ord(".")
             for j in range(6):
-                buf[:, 9 - j] = ord("0") + (q // 10**j) % 10
+                buf[:, 9 - j] = ord("0") + (qb // 10**j) % 10
             buf[:, 10] = ord("\n")
             fh.write(buf.tobytes())
-            ys.append(y.astype(float))
-            ps.append(q / 1e6)
-    return np.concatenate(ys), np.concatenate(ps)
+
+
+@pytest.fixture(scope="module")
+def ten_million_rows():
+    """One sample of ten million rows and its numbers, computed here
+    independently of the command; both file formats are written from it."""
+    from skcalib.metrics import smooth_ece
+
+    n = 10_000_000
+    yb, q = big_sample(n)
+    y, p = yb.astype(float), q / 1e6
+    edges = np.minimum((p * 15).astype(int), 14)
+    w = np.bincount(edges, minlength=15)
+    gap = np.abs(np.bincount(edges, y - p, minlength=15))
+    assert w.sum() == n
+    expected = {
+        "brier_score": brier(y, p),
+        "log_loss": -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)),
+        "binned_ece_uniform": gap.sum() / n,
+        "smooth_ece": smooth_ece(y, p),
+    }
+    return yb, q, expected
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["big.csv.gz", "big.csv"])
-def test_ten_million_rows_in_bounded_memory(tmp_path, name):
-    n = 10_000_000
+def test_ten_million_rows_in_bounded_memory(tmp_path, name, ten_million_rows):
+    yb, q, expected = ten_million_rows
+    n = yb.shape[0]
     f = tmp_path / name
-    y, p = write_big_csv(f, n, compress=name.endswith(".gz"))
+    write_big_csv(f, yb, q, compress=name.endswith(".gz"))
     out = tmp_path / "o"
     # 1000 MB of address space: the imports take about 600 MB; reading the
     # whole file (110 MB of text) took 1.5 GB.
@@ -664,17 +700,13 @@ def test_ten_million_rows_in_bounded_memory(tmp_path, name):
     assert "subsample" in result.stdout
     m = report["metrics"]
     # Exact over every row.
-    assert m["brier_score"]["value"] == pytest.approx(brier(y, p), rel=1e-9)
-    ll = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
-    assert m["log_loss"]["value"] == pytest.approx(ll, rel=1e-9)
-    edges = np.minimum((p * 15).astype(int), 14)
-    w = np.bincount(edges, minlength=15)
-    gap = np.abs(np.bincount(edges, y - p, minlength=15))
-    assert m["binned_ece_uniform"]["value"] == pytest.approx(gap.sum() / n, abs=1e-9)
-    assert m["binned_ece_uniform"]["n_samples_used"] == n and w.sum() == n
-    from skcalib.metrics import smooth_ece
-
-    assert m["smooth_ece"]["value"] == pytest.approx(smooth_ece(y, p), abs=1e-9)
+    assert m["brier_score"]["value"] == pytest.approx(expected["brier_score"], rel=1e-9)
+    assert m["log_loss"]["value"] == pytest.approx(expected["log_loss"], rel=1e-9)
+    assert m["binned_ece_uniform"]["value"] == pytest.approx(
+        expected["binned_ece_uniform"], abs=1e-9
+    )
+    assert m["binned_ece_uniform"]["n_samples_used"] == n
+    assert m["smooth_ece"]["value"] == pytest.approx(expected["smooth_ece"], abs=1e-9)
 
 
 # --- streaming equals the whole sample ---------------------------------------
@@ -744,7 +776,7 @@ def test_one_score_for_every_row_writes_strict_json(tmp_path, score):
     f = tmp_path / "one_score.csv"
     f.write_text(csv_text(y, np.full(200, score)))
     out = tmp_path / "o"
-    result = run_cli("report", f, "--out", out, *FAST)
+    result = run_main("report", f, "--out", out, *FAST)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
 
