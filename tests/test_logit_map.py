@@ -171,10 +171,17 @@ def brute_posterior_mean(x, y, w, intercept, at):
     t = np.log(a0) + np.linspace(-4.0, 4.0, 801)
     b = b0 + np.linspace(-20.0, 20.0, 2001) if intercept else np.zeros(1)
     T, Bg = (g.ravel() for g in np.meshgrid(t, b, indexing="ij"))
-    eta = np.exp(T)[:, None] * x + Bg[:, None]
-    logp = -(np.logaddexp(0.0, eta) - y * eta) @ w + _log_prior(T, Bg)
-    post = np.exp(logp - logp.max())
-    q = expit(np.exp(T)[:, None] * at + Bg[:, None])
+    # In blocks of points: the whole grid's arrays were gigabytes.
+    blocks = np.array_split(np.arange(T.size), max(1, T.size * x.size // 2**20))
+    logp = np.empty(T.size)
+    for i in blocks:
+        eta = np.exp(T[i])[:, None] * x + Bg[i, None]
+        logp[i] = -(np.logaddexp(0.0, eta) - y * eta) @ w + _log_prior(T[i], Bg[i])
+    # Points below e^-50 of the largest density (1.6e6 of them weigh less
+    # than 1e-15 of it) move no probability.
+    keep = np.flatnonzero(logp > logp.max() - 50.0)
+    post = np.exp(logp[keep] - logp.max())
+    q = expit(np.exp(T[keep])[:, None] * at + Bg[keep, None])
     return post @ q / post.sum()
 
 
