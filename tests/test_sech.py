@@ -703,8 +703,11 @@ def test_draws_are_those_of_the_sequential_sampler(monkeypatch, compiled):
     for reserve in (0, n // 8, proposals[0], proposals[1] + 5, 10 * n):
         rng = np.random.default_rng(21)
         rng.integers(0, 10, dtype=np.int32)
+        # Two threads named: with the default, the worker's ambient state (a
+        # joblib configuration or native pool left at one thread by an earlier
+        # test) can send every draw down the calling-thread path.
         future = sech_sampler.sech_noise_async(
-            n, h, rng, with_complement=True, reserve=int(reserve)
+            n, h, rng, with_complement=True, reserve=int(reserve), n_jobs=2
         )
         buf, ahead = future.result()
         assert (ahead is None) == (reserve == 0)
